@@ -71,7 +71,8 @@ pub const MAX_KERNEL_STACK: u32 = 64 * 1024;
 pub type KernelFn = unsafe extern "C" fn(state: *const DispatchState, workgroup: u32) -> u32;
 
 /// The read-only context a kernel receives for one dispatch: binding base addresses and byte
-/// lengths as parallel arrays, the scalars, and the number of workgroups.
+/// lengths as parallel arrays, the scalars, the number of workgroups, and the runtime's import
+/// table of math functions.
 ///
 /// The runtime fills one per [`crate::Command::Dispatch`] (binding `i` of the command is entry
 /// `i` of both arrays) and keeps it and the arrays alive, unchanged, until every workgroup
@@ -79,7 +80,7 @@ pub type KernelFn = unsafe extern "C" fn(state: *const DispatchState, workgroup:
 /// what generated code reads, not an owning Rust value: it is neither `Send` nor `Sync`, and
 /// nothing about it is valid beyond the dispatch it was filled for.
 ///
-/// The layout is fixed (`#[repr(C)]`, 40 bytes, 8-byte aligned on the 64-bit targets accy
+/// The layout is fixed (`#[repr(C)]`, 48 bytes, 8-byte aligned on the 64-bit targets accy
 /// supports); emitters address fields with the `OFFSET_*` constants.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +99,10 @@ pub struct DispatchState {
     pub scalar_count: u32,
     /// Number of workgroups of this dispatch; each call gets one index below it.
     pub workgroup_count: u32,
+    /// The runtime's import table: [`crate::Import::COUNT`] function addresses, entry `i`
+    /// being the function of the [`crate::Import`] whose `index()` is `i`, with that import's
+    /// signature. Never null; the same table serves every dispatch.
+    pub imports: *const *const (),
 }
 
 impl DispatchState {
@@ -115,8 +120,12 @@ impl DispatchState {
     pub const OFFSET_SCALAR_COUNT: u32 = 32;
     /// Byte offset of [`DispatchState::workgroup_count`] (a `u32`).
     pub const OFFSET_WORKGROUP_COUNT: u32 = 36;
+    /// Byte offset of [`DispatchState::imports`] (a 64-bit pointer).
+    pub const OFFSET_IMPORTS: u32 = 40;
+    /// Size in bytes of one entry of the `imports` table (a function address).
+    pub const IMPORT_STRIDE: u32 = 8;
     /// Size of the struct in bytes.
-    pub const SIZE: u32 = 40;
+    pub const SIZE: u32 = 48;
     /// Alignment of the struct in bytes.
     pub const ALIGN: u32 = 8;
     /// Size in bytes of one entry of the `bindings` array (a pointer).
@@ -139,6 +148,8 @@ const _: () = {
     assert!(offset_of!(S, scalars) == S::OFFSET_SCALARS as usize);
     assert!(offset_of!(S, scalar_count) == S::OFFSET_SCALAR_COUNT as usize);
     assert!(offset_of!(S, workgroup_count) == S::OFFSET_WORKGROUP_COUNT as usize);
+    assert!(offset_of!(S, imports) == S::OFFSET_IMPORTS as usize);
+    assert!(size_of::<*const ()>() == S::IMPORT_STRIDE as usize);
     assert!(size_of::<S>() == S::SIZE as usize);
     assert!(align_of::<S>() == S::ALIGN as usize);
     assert!(size_of::<*mut u8>() == S::BINDING_STRIDE as usize);
@@ -162,6 +173,7 @@ mod tests {
             (DispatchState::OFFSET_SCALARS, 8),
             (DispatchState::OFFSET_SCALAR_COUNT, 4),
             (DispatchState::OFFSET_WORKGROUP_COUNT, 4),
+            (DispatchState::OFFSET_IMPORTS, 8),
         ];
         let mut next = 0;
         for (offset, size) in fields {
@@ -210,6 +222,7 @@ mod tests {
             scalars: scalars.as_ptr(),
             scalar_count: 1,
             workgroup_count: 2,
+            imports: std::ptr::null(),
         };
         let kernel: KernelFn = sum_first_binding;
         // SAFETY: `state` and every array it points to live until the call returns, and the

@@ -15,6 +15,7 @@
 //!   scratch) and their invariants, including how donation is expressed;
 //! - [`launch`]: [`LaunchPlan`], commands, regions, and their execution semantics;
 //! - [`abi`]: the fixed, versioned dispatch ABI every kernel follows;
+//! - [`imports`]: the math functions the runtime lends generated code through the ABI;
 //! - [`Artifact::validate`] (module `validate`): proves an artifact well formed and returns the
 //!   per-slot [`PlanSummary`] a runtime checks caller buffers against in one pass;
 //!   [`ArtifactError`] says why not.
@@ -29,12 +30,15 @@ use std::fmt;
 
 pub mod abi;
 mod error;
+pub mod imports;
 pub mod launch;
 pub mod slots;
 pub mod target;
 mod validate;
 
+pub use abi::DispatchState;
 pub use error::ArtifactError;
+pub use imports::Import;
 pub use launch::{Access, Binding, Command, LaunchPlan, Operand, Region};
 pub use slots::{ArtifactPlan, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
 pub use target::{Arch, CpuFeature, FeatureSet, TargetSpec, UnknownFeature};
