@@ -271,7 +271,7 @@ pub(super) fn select(cond: &TensorData, on_true: &TensorData, on_false: &TensorD
 
 /// Conversion of one element to every dtype, with Rust `as` semantics (what `convert`
 /// specifies); `as` cannot produce or read bools, so those go through `!= 0` and 0/1.
-trait Cast: Copy {
+pub(super) trait Cast: Copy {
     fn to_f32(self) -> f32;
     fn to_f64(self) -> f64;
     fn to_i32(self) -> i32;

@@ -16,6 +16,7 @@ mod dot;
 mod elementwise;
 mod movement;
 mod reduce;
+pub mod scalar;
 
 #[cfg(test)]
 mod tests;
