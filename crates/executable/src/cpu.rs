@@ -5,14 +5,19 @@
 //! `Clone + Send + Sync`. [`CpuInfo::detect`] honours the `ACCY_CPU_FEATURES_MAX` override
 //! ([`Tier`]) so tests and CI can force every code path on one machine; an emitter's
 //! constructor checks the features it needs against [`CpuInfo::features`] (STYLE.md item 5).
+//!
+//! Architectures and features are `accy-artifact`'s [`Arch`] and [`FeatureSet`] (re-exported
+//! here), the same types an artifact's [`accy_artifact::TargetSpec`] records, so checking an
+//! artifact against the host is a set difference with nothing to convert.
 
 mod cache;
 mod features;
 
-use std::fmt;
-
+pub use accy_artifact::Arch;
 pub use cache::{CacheInfo, CacheLevel, CacheSource};
-pub use features::{mask_to_tier, CpuFeature, CpuFeatures, Tier};
+pub use features::{
+    detect_host_features, feature_tier, mask_to_tier, CpuFeature, FeatureSet, Tier,
+};
 
 /// Why CPU information could not be produced.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -26,61 +31,15 @@ pub enum CpuError {
         /// The text that was given.
         value: String,
     },
-    /// A feature name (for example recorded in an artifact) that this crate does not know,
-    /// so it cannot tell whether the host has it.
-    #[error("unknown CPU feature {name:?}")]
-    UnknownFeature {
-        /// The unknown name.
-        name: String,
-    },
-}
-
-/// A CPU architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Arch {
-    /// x86-64 (AMD64, Intel 64).
-    X86_64,
-    /// AArch64 (ARMv8-A and later, 64-bit).
-    Aarch64,
-    /// Anything else: no code generator exists for it.
-    Other,
-}
-
-impl Arch {
-    /// The architecture this crate was compiled for.
-    pub fn host() -> Arch {
-        if cfg!(target_arch = "x86_64") {
-            Arch::X86_64
-        } else if cfg!(target_arch = "aarch64") {
-            Arch::Aarch64
-        } else {
-            Arch::Other
-        }
-    }
-
-    /// A stable lower-case name: `x86_64`, `aarch64` or `other`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-            Arch::Other => "other",
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// The host CPU's capabilities, as generated code and its planner need them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuInfo {
-    arch: Arch,
-    detected: CpuFeatures,
+    arch: Option<Arch>,
+    detected: FeatureSet,
     max_tier: Tier,
-    features: CpuFeatures,
+    features: FeatureSet,
     caches: CacheInfo,
     logical_cores: usize,
     preferred_buffer_alignment: usize,
@@ -101,7 +60,7 @@ impl CpuInfo {
     /// Detects the host and keeps only the features at or below `max_tier`; ignores the
     /// environment.
     pub fn detect_with_max_tier(max_tier: Tier) -> CpuInfo {
-        let detected = CpuFeatures::detect_host();
+        let detected = detect_host_features();
         let features = mask_to_tier(detected, max_tier);
         let caches = CacheInfo::detect();
         CpuInfo {
@@ -115,13 +74,14 @@ impl CpuInfo {
         }
     }
 
-    /// The architecture.
-    pub fn arch(&self) -> Arch {
+    /// The architecture, or `None` on a host accy generates no code for (then no artifact
+    /// can be loaded; the host's name is `std::env::consts::ARCH`).
+    pub fn arch(&self) -> Option<Arch> {
         self.arch
     }
 
     /// The features generated code may use: those detected, masked to [`max_tier`](Self::max_tier).
-    pub fn features(&self) -> CpuFeatures {
+    pub fn features(&self) -> FeatureSet {
         self.features
     }
 
@@ -131,7 +91,7 @@ impl CpuInfo {
     }
 
     /// Everything the CPU and operating system support, before masking.
-    pub fn detected_features(&self) -> CpuFeatures {
+    pub fn detected_features(&self) -> FeatureSet {
         self.detected
     }
 
@@ -162,7 +122,7 @@ impl CpuInfo {
 
 /// The larger of the cache line and the widest vector register `features` allow, as a power
 /// of two between 16 and 4096.
-fn preferred_alignment(features: CpuFeatures, line_size: u32) -> usize {
+fn preferred_alignment(features: FeatureSet, line_size: u32) -> usize {
     let vector = if features.contains(CpuFeature::Avx512f) {
         64
     } else if features.contains(CpuFeature::Avx) {
@@ -199,7 +159,10 @@ mod tests {
             mask_to_tier(full.features(), Tier::Baseline)
         );
         assert_eq!(base.max_tier(), Tier::Baseline);
-        assert!(base.features().iter().all(|f| f.tier() == Tier::Baseline));
+        assert!(base
+            .features()
+            .iter()
+            .all(|f| feature_tier(f) == Tier::Baseline));
         #[cfg(target_arch = "x86_64")]
         assert!(!base.has(CpuFeature::Avx2));
         // Clone + Send: the value travels to another thread intact.
@@ -223,20 +186,18 @@ mod tests {
 
     #[test]
     fn alignment_follows_vectors_and_lines() {
-        let avx512 = CpuFeatures::EMPTY.with(CpuFeature::Avx512f);
-        let avx = CpuFeatures::EMPTY.with(CpuFeature::Avx);
-        assert_eq!(preferred_alignment(CpuFeatures::EMPTY, 64), 64);
+        let avx512 = FeatureSet::EMPTY.with(CpuFeature::Avx512f);
+        let avx = FeatureSet::EMPTY.with(CpuFeature::Avx);
+        assert_eq!(preferred_alignment(FeatureSet::EMPTY, 64), 64);
         assert_eq!(preferred_alignment(avx512, 32), 64);
         assert_eq!(preferred_alignment(avx, 0), 32);
-        assert_eq!(preferred_alignment(CpuFeatures::EMPTY, 128), 128);
-        assert_eq!(preferred_alignment(CpuFeatures::EMPTY, 100), 128);
-        assert_eq!(preferred_alignment(CpuFeatures::EMPTY, u32::MAX), 4096);
+        assert_eq!(preferred_alignment(FeatureSet::EMPTY, 128), 128);
+        assert_eq!(preferred_alignment(FeatureSet::EMPTY, 100), 128);
+        assert_eq!(preferred_alignment(FeatureSet::EMPTY, u32::MAX), 4096);
     }
 
     #[test]
     fn names_and_errors() {
-        assert_eq!(Arch::X86_64.to_string(), "x86_64");
-        assert_eq!(Arch::Aarch64.name(), "aarch64");
         let e = CpuError::InvalidTier {
             value: "avx3".into(),
         };

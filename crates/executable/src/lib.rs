@@ -2,7 +2,28 @@
 //!
 //! Every earlier stage hands on inert data; this crate is the only place where memory becomes
 //! executable and function pointers exist (STYLE.md item 2). It knows nothing of IR ops or of
-//! the compiler. This part is the device-level core, independent of the artifact format:
+//! the compiler: it depends on `accy-artifact` only.
+//!
+//! # Running an artifact
+//!
+//! ```text
+//! Artifact ──load──▶ LoadedArtifact ──prepare_borrowed(inputs, outputs, &mut Scratch)──▶ Bindings ──run──▶ outputs written
+//! ```
+//!
+//! - [`loaded`]: [`LoadedArtifact::load`] / [`LoadedArtifact::load_with_weights`] validate an
+//!   artifact, refuse it unless its architecture and features match the host's [`CpuInfo`],
+//!   publish its code, copy its constants into aligned memory and bind its weights.
+//! - [`weights`]: [`Weights`], immutable named weights copied once and shared (an `Arc`) by
+//!   every artifact bound to them, counted once.
+//! - [`binding`]: [`prepare_borrowed`] checks caller buffers against the plan summary in one
+//!   pass (counts, exact sizes, alignment, no output overlapping another buffer) and binds
+//!   every slot; [`Scratch`] is the caller-owned, reusable memory of a run.
+//! - [`run()`]: executes the launch plan (fill, copy, dispatch); after warm-up it allocates
+//!   nothing. [`LoadedArtifact::invoke`] does both steps.
+//! - [`imports`]: the import table generated code calls for transcendental math, implemented
+//!   with exactly the reference interpreter's functions so results match bit for bit.
+//!
+//! # Device-level core
 //!
 //! - [`code_memory`]: [`CodeMemory`], executable memory with W^X as a type. Code is written
 //!   into a [`WritableCode`] (read+write, never executable) and published once into a
@@ -10,7 +31,8 @@
 //!   drop. Callable [`CodeEntry`]s borrow it. The OS calls sit behind [`CodeMemoryProvider`].
 //! - [`cpu`]: [`CpuInfo`], the host's architecture, usable features (maskable to a lower
 //!   [`Tier`] with `ACCY_CPU_FEATURES_MAX`), cache sizes, core count and preferred buffer
-//!   alignment.
+//!   alignment. Architectures and feature sets are `accy-artifact`'s [`Arch`] and
+//!   [`FeatureSet`], so an artifact's needs and the host's features compare directly.
 //! - [`guard`]: test support — [`GuardedBuffer`], bytes placed flush against inaccessible
 //!   pages so tests prove generated code never touches memory outside its buffers.
 //!
@@ -22,22 +44,41 @@
 //! - [`CpuInfo`] is a plain `Clone + Send + Sync` value, detected when constructed. There is no
 //!   lazily initialised process-wide mutable state anywhere in this crate.
 //! - [`GuardedBuffer`] is `Send + Sync` with `Vec<u8>`'s rules.
+//! - [`LoadedArtifact`] and [`Weights`] are `Send + Sync` (checked at compile time) and never
+//!   change after construction: any number of threads may run one `LoadedArtifact` at once,
+//!   each with its own buffers and its own [`Scratch`].
+//! - [`Scratch`] is `Send` but used by one run at a time (`&mut`); [`Bindings`] borrows the
+//!   buffers and the scratch of one run. The import table is an immutable `static`.
 //!
 //! Unix only (it maps memory with `mmap`/`mprotect`).
 
 #![deny(missing_docs)]
 
+mod aligned;
+pub mod binding;
 pub mod code_memory;
 pub mod cpu;
 pub mod guard;
+pub mod imports;
+pub mod loaded;
+mod run;
 mod sys;
 #[cfg(test)]
 mod test_support;
+pub mod weights;
 
+pub use binding::{prepare_borrowed, BindingError, Bindings, BufferKind, Scratch};
 pub use code_memory::{
     CodeEntry, CodeMemory, CodeMemoryError, CodeMemoryProvider, EntryFn, MappedRegion,
     MmapProvider, WritableCode,
 };
-pub use cpu::{mask_to_tier, Arch, CacheInfo, CpuError, CpuFeature, CpuFeatures, CpuInfo, Tier};
+pub use cpu::{
+    detect_host_features, feature_tier, mask_to_tier, Arch, CacheInfo, CpuError, CpuFeature,
+    CpuInfo, FeatureSet, Tier,
+};
 pub use guard::{GuardError, GuardedBuffer};
+pub use imports::{ImportFn, ImportTable, IMPORT_TABLE};
+pub use loaded::{load, LoadError, LoadedArtifact};
+pub use run::{run, InvokeError, LaunchError};
 pub use sys::{Errno, Protection};
+pub use weights::{WeightError, Weights};

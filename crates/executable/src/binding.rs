@@ -1,0 +1,413 @@
+//! Binding caller buffers to a [`LoadedArtifact`]'s slots: [`prepare_borrowed`] checks them
+//! once against the plan summary and yields [`Bindings`], which [`crate::run`] executes.
+//!
+//! Where each slot's memory comes from in a run:
+//! - input slots: the caller's input buffers, used in place (no command writes an input slot,
+//!   which validation proved, so the caller's inputs are never changed);
+//! - output slots: the caller's output buffers, written in place;
+//! - weight and constant slots: the loaded artifact's own immutable memory;
+//! - scratch slots: one block in the caller-owned [`Scratch`].
+//!
+//! The checks, in one pass, each failure a [`BindingError`] with every number involved:
+//! input and output counts; each buffer's exact byte size; each non-empty buffer's address a
+//! multiple of its slot's alignment (the element's natural alignment — generated code uses
+//! unaligned vector loads, so nothing more is required); no output sharing a byte with an
+//! input or with another output (address ranges compared; empty buffers share nothing).
+//!
+//! After the first run of an artifact, preparing allocates nothing: [`Scratch`] keeps its
+//! memory and its pointer tables between runs and grows only when a larger plan needs it.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use accy_artifact::SlotId;
+
+use crate::aligned::AlignedBytes;
+use crate::loaded::{LoadedArtifact, SlotSource, Span};
+
+/// Which list a caller buffer is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferKind {
+    /// An input buffer.
+    Input,
+    /// An output buffer.
+    Output,
+}
+
+impl fmt::Display for BufferKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BufferKind::Input => "input",
+            BufferKind::Output => "output",
+        })
+    }
+}
+
+/// Why caller buffers could not be bound. Every variant is a caller error except
+/// [`BindingError::ScratchOutOfMemory`], a limit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindingError {
+    /// The number of input or output buffers differs from the plan's.
+    #[error("expected {expected} {kind} buffers, got {actual}")]
+    Count {
+        /// Inputs or outputs.
+        kind: BufferKind,
+        /// How many the plan has.
+        expected: usize,
+        /// How many were given.
+        actual: usize,
+    },
+    /// A buffer's length differs from its slot's size.
+    #[error("{kind} {index} (slot {slot}) must be exactly {expected} bytes, got {actual}")]
+    Size {
+        /// Inputs or outputs.
+        kind: BufferKind,
+        /// The buffer's position in its list.
+        index: usize,
+        /// Its slot.
+        slot: SlotId,
+        /// The slot's size.
+        expected: u64,
+        /// The buffer's length.
+        actual: usize,
+    },
+    /// A buffer's address is not a multiple of its slot's alignment.
+    #[error(
+        "{kind} {index} (slot {slot}) at address {address:#x} must be aligned to {alignment} \
+         bytes (it is {misalignment} bytes past a multiple)"
+    )]
+    Misaligned {
+        /// Inputs or outputs.
+        kind: BufferKind,
+        /// The buffer's position in its list.
+        index: usize,
+        /// Its slot.
+        slot: SlotId,
+        /// The buffer's address.
+        address: usize,
+        /// The slot's alignment.
+        alignment: u64,
+        /// `address % alignment`.
+        misalignment: u64,
+    },
+    /// An output shares bytes with an input or with an earlier output.
+    #[error(
+        "output {output} at {:#x}..{:#x} overlaps {other_kind} {other} at {:#x}..{:#x}",
+        .output_range.0, .output_range.1, .other_range.0, .other_range.1
+    )]
+    Overlap {
+        /// The output's position.
+        output: usize,
+        /// Its address range, `start..end`.
+        output_range: (usize, usize),
+        /// Whether it overlaps an input or another output.
+        other_kind: BufferKind,
+        /// The other buffer's position in its list.
+        other: usize,
+        /// The other buffer's address range.
+        other_range: (usize, usize),
+    },
+    /// There was no memory for the scratch block.
+    #[error("out of memory allocating {bytes} bytes of scratch (alignment {alignment})")]
+    ScratchOutOfMemory {
+        /// The size asked for.
+        bytes: usize,
+        /// The alignment asked for.
+        alignment: usize,
+    },
+}
+
+/// Caller-owned, reusable memory for runs: the scratch block and the tables of slot and
+/// binding addresses one run fills in.
+///
+/// Create one per thread (or per concurrent call) and pass it to every run; it grows to the
+/// largest plan it has served and then allocates nothing more. `Send` (it may move between
+/// threads), but not shared: a run needs it exclusively.
+pub struct Scratch {
+    memory: AlignedBytes,
+    /// Base address of each slot of the artifact last bound (stale outside a [`Bindings`]).
+    pub(crate) bases: Vec<*mut u8>,
+    /// Address of each dispatch binding of the artifact last bound, in plan order.
+    pub(crate) binding_ptrs: Vec<*mut u8>,
+}
+
+// SAFETY: the raw pointers are only a reusable table: they are written by `prepare_borrowed`
+// and read only through the `Bindings` it returns, which borrows the buffers they point to
+// for as long as they are used. Moving the table to another thread moves no access to them.
+unsafe impl Send for Scratch {}
+
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Scratch>();
+};
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
+}
+
+impl fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scratch")
+            .field("bytes", &self.memory.len())
+            .field("alignment", &self.memory.alignment())
+            .field("slot_capacity", &self.bases.capacity())
+            .field("binding_capacity", &self.binding_ptrs.capacity())
+            .finish()
+    }
+}
+
+impl Scratch {
+    /// An empty scratch; it allocates on its first use.
+    pub const fn new() -> Scratch {
+        Scratch {
+            memory: AlignedBytes::empty(),
+            bases: Vec::new(),
+            binding_ptrs: Vec::new(),
+        }
+    }
+
+    /// A scratch already sized for `loaded`, so even its first run allocates nothing.
+    pub fn for_artifact(loaded: &LoadedArtifact) -> Result<Scratch, BindingError> {
+        let mut scratch = Scratch::new();
+        scratch.reserve_for(loaded)?;
+        Ok(scratch)
+    }
+
+    /// Grows this scratch, if needed, to serve `loaded`: a block of at least its scratch size
+    /// and alignment, and room for its slot and binding tables. Never shrinks.
+    pub fn reserve_for(&mut self, loaded: &LoadedArtifact) -> Result<(), BindingError> {
+        let bytes = loaded.scratch_size();
+        let alignment = loaded.scratch_alignment();
+        if self.memory.len() < bytes || self.memory.alignment() < alignment {
+            let bytes = bytes.max(self.memory.len());
+            let alignment = alignment.max(self.memory.alignment());
+            self.memory = AlignedBytes::zeroed(bytes, alignment).map_err(|failure| {
+                BindingError::ScratchOutOfMemory {
+                    bytes: failure.bytes,
+                    alignment: failure.alignment,
+                }
+            })?;
+        }
+        // `reserve` counts from the current length; the tables are cleared before each use.
+        self.bases.clear();
+        self.bases.reserve(loaded.sources.len());
+        self.binding_ptrs.clear();
+        self.binding_ptrs.reserve(loaded.binding_spans.len());
+        Ok(())
+    }
+
+    /// The size of the scratch block in bytes.
+    pub fn capacity(&self) -> usize {
+        self.memory.len()
+    }
+
+    /// The alignment of the scratch block.
+    pub fn alignment(&self) -> usize {
+        self.memory.alignment()
+    }
+
+    /// The first byte of the scratch block (for tests and diagnostics).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.memory.as_ptr()
+    }
+}
+
+/// Caller buffers checked and bound to one [`LoadedArtifact`], ready for [`crate::run`].
+///
+/// Borrows the inputs, the outputs (exclusively) and the scratch for `'a`, so none of them
+/// can be used, moved or freed until the run has finished with it.
+pub struct Bindings<'a> {
+    pub(crate) loaded: &'a LoadedArtifact,
+    pub(crate) scratch: &'a mut Scratch,
+    _buffers: PhantomData<(&'a [u8], &'a mut [u8])>,
+}
+
+impl fmt::Debug for Bindings<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bindings")
+            .field("slots", &self.scratch.bases)
+            .field("bindings", &self.scratch.binding_ptrs)
+            .finish()
+    }
+}
+
+impl<'a> Bindings<'a> {
+    /// The artifact these bindings are for.
+    pub fn loaded(&self) -> &'a LoadedArtifact {
+        self.loaded
+    }
+
+    /// The base address bound to slot `slot`, for tests and diagnostics.
+    pub fn slot_ptr(&self, slot: SlotId) -> Option<*const u8> {
+        self.scratch
+            .bases
+            .get(slot.index())
+            .map(|&p| p.cast_const())
+    }
+}
+
+/// The address range `start..end` of a buffer.
+fn range_of(buffer: &[u8]) -> (usize, usize) {
+    let start = buffer.as_ptr() as usize;
+    (start, start + buffer.len())
+}
+
+/// Whether two non-empty address ranges share a byte.
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
+}
+
+/// Checks one buffer's size and alignment against its slot's summary.
+fn check_buffer(
+    loaded: &LoadedArtifact,
+    kind: BufferKind,
+    index: usize,
+    slot: SlotId,
+    buffer: &[u8],
+) -> Result<(), BindingError> {
+    let Some(usage) = loaded.summary().usage(slot) else {
+        // The summary lists every slot it names; treat a gap as a size mismatch to stay
+        // panic-free.
+        return Err(BindingError::Size {
+            kind,
+            index,
+            slot,
+            expected: 0,
+            actual: buffer.len(),
+        });
+    };
+    if buffer.len() as u64 != usage.byte_size {
+        return Err(BindingError::Size {
+            kind,
+            index,
+            slot,
+            expected: usage.byte_size,
+            actual: buffer.len(),
+        });
+    }
+    // An empty buffer is never dereferenced, so its (dangling) address needs no alignment.
+    let address = buffer.as_ptr() as usize;
+    let misalignment = address as u64 % usage.alignment.max(1);
+    if !buffer.is_empty() && misalignment != 0 {
+        return Err(BindingError::Misaligned {
+            kind,
+            index,
+            slot,
+            address,
+            alignment: usage.alignment,
+            misalignment,
+        });
+    }
+    Ok(())
+}
+
+/// Checks `inputs` and `outputs` against `loaded`'s plan (see the module documentation) and
+/// binds every slot: caller buffers in place, weights and constants from `loaded`, scratch
+/// slots in `scratch` (grown first if it is too small for this plan).
+pub fn prepare_borrowed<'a>(
+    loaded: &'a LoadedArtifact,
+    inputs: &[&'a [u8]],
+    outputs: &'a mut [&mut [u8]],
+    scratch: &'a mut Scratch,
+) -> Result<Bindings<'a>, BindingError> {
+    let summary = loaded.summary();
+    for (kind, expected, actual) in [
+        (BufferKind::Input, summary.inputs.len(), inputs.len()),
+        (BufferKind::Output, summary.outputs.len(), outputs.len()),
+    ] {
+        if expected != actual {
+            return Err(BindingError::Count {
+                kind,
+                expected,
+                actual,
+            });
+        }
+    }
+    for (index, (&slot, input)) in summary.inputs.iter().zip(inputs).enumerate() {
+        check_buffer(loaded, BufferKind::Input, index, slot, input)?;
+    }
+    for (index, (&slot, output)) in summary.outputs.iter().zip(outputs.iter()).enumerate() {
+        check_buffer(loaded, BufferKind::Output, index, slot, output)?;
+        let output_range = range_of(output);
+        let clash = inputs
+            .iter()
+            .map(|b| (BufferKind::Input, range_of(b)))
+            .enumerate()
+            .chain(
+                outputs[..index]
+                    .iter()
+                    .map(|b| (BufferKind::Output, range_of(b)))
+                    .enumerate(),
+            )
+            .find(|(_, (_, range))| overlaps(output_range, *range));
+        if let Some((other, (other_kind, other_range))) = clash {
+            return Err(BindingError::Overlap {
+                output: index,
+                output_range,
+                other_kind,
+                other,
+                other_range,
+            });
+        }
+    }
+
+    scratch.reserve_for(loaded)?;
+    let scratch_base = scratch.memory.as_mut_ptr();
+    let constants_base = loaded.constants_ptr();
+    // `reserve_for` made room for every slot and binding, so the extends below never
+    // allocate. Pointers to read-only memory are cast to `*mut` only because the ABI's
+    // binding table has one type; validation proved no command writes those slots.
+    scratch.bases.clear();
+    scratch.bases.extend(loaded.sources.iter().map(|source| {
+        match *source {
+            SlotSource::Input(n) => inputs.get(n).map_or(dangling(), |b| b.as_ptr().cast_mut()),
+            SlotSource::Output(n) => outputs.get_mut(n).map_or(dangling(), |b| b.as_mut_ptr()),
+            SlotSource::Weight(i) => loaded
+                .weights()
+                .ptr(i)
+                .map_or(dangling(), <*const u8>::cast_mut),
+            // SAFETY: `offset + slot size <= constants.len()` (validation; the block is a copy
+            // of the artifact's constants), so the result stays inside the block.
+            SlotSource::Constant(offset) => unsafe { constants_base.add(offset).cast_mut() },
+            // SAFETY: the scratch layout places the slot at `offset` with `offset + slot size
+            // <= layout size <= memory.len()` (`reserve_for` just ensured the last part).
+            SlotSource::Scratch(offset) => unsafe { scratch_base.add(offset) },
+        }
+    }));
+    let bases = &scratch.bases;
+    scratch.binding_ptrs.clear();
+    scratch.binding_ptrs.extend(
+        loaded
+            .binding_spans
+            .iter()
+            .map(|span| region_ptr(bases, span)),
+    );
+    Ok(Bindings {
+        loaded,
+        scratch,
+        _buffers: PhantomData,
+    })
+}
+
+/// A non-null address never dereferenced: what zero-length regions get.
+fn dangling() -> *mut u8 {
+    NonNull::<u8>::dangling().as_ptr()
+}
+
+/// The address of `span` given the slot bases: a dangling non-null address for an empty
+/// span, otherwise the slot's base plus the span's offset.
+pub(crate) fn region_ptr(bases: &[*mut u8], span: &Span) -> *mut u8 {
+    match bases.get(span.slot) {
+        Some(&base) if span.len > 0 => {
+            // SAFETY: validation proved `offset + len <= slot size`, and every slot's base
+            // points at memory of exactly (caller buffers, checked above; weights, checked at
+            // load) or at least (constants, scratch) that size, so the result is in bounds.
+            unsafe { base.add(span.offset) }
+        }
+        _ => dangling(),
+    }
+}

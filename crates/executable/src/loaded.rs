@@ -1,0 +1,553 @@
+//! [`LoadedArtifact`]: an artifact made live on this host — validated, its code published
+//! into one [`CodeMemory`], its constants copied into aligned immutable memory, its weights
+//! bound, and its launch plan turned into steps that run without further checks.
+//!
+//! Loading, in order (the first failure is returned as a [`LoadError`]):
+//! 1. [`Artifact::validate`], keeping the [`PlanSummary`] that binding checks buffers against;
+//! 2. the artifact's architecture must be the host's, and every feature its code needs must
+//!    be one the host may use ([`CpuInfo::features`], which `ACCY_CPU_FEATURES_MAX` can mask);
+//! 3. every slot size and offset must fit the host's address space;
+//! 4. each weight slot is bound to the [`Weights`] entry of its name, which must have the
+//!    slot's exact size and enough alignment;
+//! 5. the constants are copied into one block aligned to the largest constant-slot alignment;
+//! 6. the code is published into one read+execute mapping and every kernel entry is checked.
+//!
+//! After loading nothing changes: a `LoadedArtifact` is `Send + Sync` (checked at compile
+//! time) and any number of threads may run it at once, each with its own buffers and
+//! [`crate::Scratch`].
+
+use std::ops::Range;
+
+use accy_artifact::{
+    Arch, Artifact, ArtifactError, ArtifactPlan, Command, FeatureSet, KernelEntry, LaunchPlan,
+    PlanSummary, Region, SlotId, SlotRole, TargetSpec,
+};
+
+use crate::aligned::AlignedBytes;
+use crate::code_memory::{CodeMemory, CodeMemoryError};
+use crate::cpu::{CpuInfo, Tier};
+use crate::weights::Weights;
+
+/// Why an artifact could not be loaded.
+///
+/// [`LoadError::Invalid`] and the weight variants are caller errors (a corrupt artifact, the
+/// wrong weights); [`LoadError::ArchMismatch`] and [`LoadError::MissingFeatures`] mean the
+/// artifact was compiled for another machine or tier and must be recompiled for this one;
+/// out-of-memory and code-mapping failures are limits or policies of the host.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The artifact failed validation.
+    #[error("invalid artifact: {0}")]
+    Invalid(#[from] ArtifactError),
+    /// The code is for another architecture than the host's.
+    #[error("artifact code is for {artifact}, but this host is {}", host_name(*.host))]
+    ArchMismatch {
+        /// The architecture the code was generated for.
+        artifact: Arch,
+        /// The host's architecture, or `None` if accy generates no code for it.
+        host: Option<Arch>,
+    },
+    /// The code needs CPU features the host lacks (or that `ACCY_CPU_FEATURES_MAX` masks).
+    #[error(
+        "artifact code for {target} needs CPU features {missing} that this host cannot use \
+         (usable: {host}, tier {tier})"
+    )]
+    MissingFeatures {
+        /// The artifact's target.
+        target: TargetSpec,
+        /// The needed features the host lacks.
+        missing: FeatureSet,
+        /// The features the host may use.
+        host: FeatureSet,
+        /// The tier the host's features were masked to.
+        tier: Tier,
+    },
+    /// A slot is larger than this host can address.
+    #[error(
+        "slot {slot} needs {bytes} bytes aligned to {alignment}, more than this host can address"
+    )]
+    TooLarge {
+        /// The slot.
+        slot: SlotId,
+        /// Its size.
+        bytes: u64,
+        /// Its alignment.
+        alignment: u64,
+    },
+    /// The constants or scratch block is larger (or more aligned) than this host can address.
+    #[error("the {block} block needs {bytes} bytes aligned to {alignment}, more than this host can address")]
+    BlockTooLarge {
+        /// `constants` or `scratch`.
+        block: &'static str,
+        /// Its size.
+        bytes: u64,
+        /// Its alignment.
+        alignment: u64,
+    },
+    /// The artifact needs a weight the [`Weights`] given do not have.
+    #[error("slot {slot} needs weight {name:?}, which was not given ({available} weights were)")]
+    MissingWeight {
+        /// The weight slot.
+        slot: SlotId,
+        /// The weight's name.
+        name: String,
+        /// How many weights were given.
+        available: usize,
+    },
+    /// A weight's size differs from its slot's.
+    #[error("weight {name:?} has {actual} bytes, but slot {slot} needs exactly {expected}")]
+    WeightSize {
+        /// The weight slot.
+        slot: SlotId,
+        /// The weight's name.
+        name: String,
+        /// The slot's size.
+        expected: u64,
+        /// The weight's size.
+        actual: usize,
+    },
+    /// A weight slot asks for more alignment than [`Weights::ALIGNMENT`].
+    #[error("weight slot {slot} ({name:?}) needs alignment {required}, but weights are aligned to {provided}")]
+    WeightAlignment {
+        /// The weight slot.
+        slot: SlotId,
+        /// The weight's name.
+        name: String,
+        /// The slot's alignment.
+        required: u64,
+        /// [`Weights::ALIGNMENT`].
+        provided: usize,
+    },
+    /// There was no memory for the constants.
+    #[error("out of memory copying {bytes} bytes of constants (alignment {alignment})")]
+    OutOfMemory {
+        /// The size asked for.
+        bytes: usize,
+        /// The alignment asked for.
+        alignment: usize,
+    },
+    /// The code could not be mapped or published.
+    #[error("publishing {bytes} bytes of code failed: {source}")]
+    Code {
+        /// The code size.
+        bytes: usize,
+        /// Why.
+        source: CodeMemoryError,
+    },
+    /// A kernel's entry point is not callable in the published code (a validator bug).
+    #[error("kernel {kernel} `{name}` has no valid entry point: {source}")]
+    KernelEntry {
+        /// The kernel's index.
+        kernel: usize,
+        /// Its name.
+        name: String,
+        /// Why.
+        source: CodeMemoryError,
+    },
+    /// The plan summary placed no scratch slot at this id (a bug in `accy-artifact`).
+    #[error("scratch slot {slot} has no place in the plan's scratch layout")]
+    ScratchUnplaced {
+        /// The slot.
+        slot: SlotId,
+    },
+}
+
+fn host_name(host: Option<Arch>) -> String {
+    match host {
+        Some(arch) => arch.name().to_owned(),
+        None => format!(
+            "{} (an architecture accy generates no code for)",
+            std::env::consts::ARCH
+        ),
+    }
+}
+
+/// Where a slot's memory comes from in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotSource {
+    /// The caller's input buffer number `n`.
+    Input(usize),
+    /// The caller's output buffer number `n`.
+    Output(usize),
+    /// Entry `i` of the bound [`Weights`].
+    Weight(usize),
+    /// This offset into the constants block.
+    Constant(usize),
+    /// This offset into the scratch block.
+    Scratch(usize),
+}
+
+/// A region with host-sized numbers: `offset..offset + len` of slot `slot`, all inside the
+/// slot (validation proved it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) slot: usize,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// One launch-plan command, prepared for running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Fill `dst` with the first `width` bytes of `pattern`, repeated.
+    Fill {
+        dst: Span,
+        pattern: [u8; 4],
+        width: usize,
+    },
+    /// Copy `src` to `dst` (same length, no overlap).
+    Copy { src: Span, dst: Span },
+    /// Call kernel `kernel` (entry at `entry`) for each workgroup, with bindings
+    /// `binding_spans[bindings]` and scalars `scalars[scalars]`.
+    Dispatch {
+        kernel: usize,
+        entry: u32,
+        bindings: Range<usize>,
+        scalars: Range<usize>,
+        workgroups: u32,
+    },
+}
+
+/// An artifact loaded for running on this host: published code, constants, bound weights and
+/// a prepared launch plan. Immutable, `Send + Sync`.
+///
+/// Run it with [`crate::prepare_borrowed`] and [`crate::run`] (or [`LoadedArtifact::invoke`]).
+#[derive(Debug)]
+pub struct LoadedArtifact {
+    target: TargetSpec,
+    code: Option<CodeMemory>,
+    kernels: Vec<KernelEntry>,
+    constants: AlignedBytes,
+    weights: Weights,
+    plan: ArtifactPlan,
+    launch: LaunchPlan,
+    summary: PlanSummary,
+    scratch_size: usize,
+    scratch_alignment: usize,
+    pub(crate) sources: Vec<SlotSource>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) binding_spans: Vec<Span>,
+    pub(crate) binding_lengths: Vec<u64>,
+    pub(crate) scalars: Vec<u64>,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<LoadedArtifact>();
+};
+
+/// Loads `artifact` (which must have no weight slots) for the host `cpu`; see
+/// [`LoadedArtifact::load`].
+pub fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
+    LoadedArtifact::load(artifact, cpu)
+}
+
+impl LoadedArtifact {
+    /// Loads an artifact that has no weight slots (see the module documentation for the
+    /// steps). An artifact with weight slots is refused with [`LoadError::MissingWeight`];
+    /// use [`LoadedArtifact::load_with_weights`].
+    pub fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
+        LoadedArtifact::load_with_weights(artifact, cpu, &Weights::empty())
+    }
+
+    /// Loads an artifact, binding each weight slot to the entry of `weights` with its name.
+    /// The loaded artifact keeps a clone of `weights` (sharing its memory), so the weights
+    /// are stored once however many artifacts bind them; weights the artifact does not use
+    /// are ignored.
+    pub fn load_with_weights(
+        artifact: &Artifact,
+        cpu: &CpuInfo,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, LoadError> {
+        let summary = artifact.validate()?;
+        let target = artifact.target;
+        if cpu.arch() != Some(target.arch) {
+            return Err(LoadError::ArchMismatch {
+                artifact: target.arch,
+                host: cpu.arch(),
+            });
+        }
+        let missing = target.features.missing(cpu.features());
+        if !missing.is_empty() {
+            return Err(LoadError::MissingFeatures {
+                target,
+                missing,
+                host: cpu.features(),
+                tier: cpu.max_tier(),
+            });
+        }
+        let sources = slot_sources(&artifact.plan, &summary, weights)?;
+
+        let block_too_large = |block, bytes, alignment| LoadError::BlockTooLarge {
+            block,
+            bytes,
+            alignment,
+        };
+        let constants_alignment = usize::try_from(summary.constants_alignment).map_err(|_| {
+            block_too_large(
+                "constants",
+                artifact.constants.len() as u64,
+                summary.constants_alignment,
+            )
+        })?;
+        let constants =
+            AlignedBytes::copy_of(&artifact.constants, constants_alignment).map_err(|failure| {
+                LoadError::OutOfMemory {
+                    bytes: failure.bytes,
+                    alignment: failure.alignment,
+                }
+            })?;
+
+        let code = if artifact.code.is_empty() {
+            None
+        } else {
+            let code = CodeMemory::from_code(&artifact.code).map_err(|source| LoadError::Code {
+                bytes: artifact.code.len(),
+                source,
+            })?;
+            for (kernel, k) in artifact.kernels.iter().enumerate() {
+                code.entry(k.offset)
+                    .map_err(|source| LoadError::KernelEntry {
+                        kernel,
+                        name: k.name.clone(),
+                        source,
+                    })?;
+            }
+            Some(code)
+        };
+
+        let mut prepared = Prepared::default();
+        for command in &artifact.launch.commands {
+            prepared.push(command, &artifact.kernels)?;
+        }
+
+        let scratch_too_large =
+            || block_too_large("scratch", summary.scratch.size, summary.scratch.alignment);
+        let scratch_size =
+            usize::try_from(summary.scratch.size).map_err(|_| scratch_too_large())?;
+        let scratch_alignment = usize::try_from(summary.scratch.alignment)
+            .map_err(|_| scratch_too_large())?
+            .max(cpu.preferred_buffer_alignment())
+            .max(1);
+        Ok(LoadedArtifact {
+            target,
+            code,
+            kernels: artifact.kernels.clone(),
+            constants,
+            weights: weights.clone(),
+            plan: artifact.plan.clone(),
+            launch: artifact.launch.clone(),
+            summary,
+            scratch_size,
+            scratch_alignment,
+            sources,
+            steps: prepared.steps,
+            binding_spans: prepared.binding_spans,
+            binding_lengths: prepared.binding_lengths,
+            scalars: prepared.scalars,
+        })
+    }
+
+    /// The architecture and features the code was generated for.
+    pub fn target(&self) -> TargetSpec {
+        self.target
+    }
+
+    /// The slots (with their roles and types, for describing buffers to a caller).
+    pub fn plan(&self) -> &ArtifactPlan {
+        &self.plan
+    }
+
+    /// The launch plan as the artifact gave it.
+    pub fn launch_plan(&self) -> &LaunchPlan {
+        &self.launch
+    }
+
+    /// The validator's summary: per-slot usage, the input and output slots in order, the
+    /// scratch layout. Binding checks caller buffers against it.
+    pub fn summary(&self) -> &PlanSummary {
+        &self.summary
+    }
+
+    /// The number of input buffers a run takes.
+    pub fn input_count(&self) -> usize {
+        self.summary.inputs.len()
+    }
+
+    /// The number of output buffers a run takes.
+    pub fn output_count(&self) -> usize {
+        self.summary.outputs.len()
+    }
+
+    /// The kernels' names and entry offsets.
+    pub fn kernels(&self) -> &[KernelEntry] {
+        &self.kernels
+    }
+
+    /// The published code, or `None` if the artifact has no kernels (a plan of only fills
+    /// and copies).
+    pub fn code(&self) -> Option<&CodeMemory> {
+        self.code.as_ref()
+    }
+
+    /// The constants block (aligned to the largest constant-slot alignment).
+    pub fn constants(&self) -> &[u8] {
+        self.constants.as_slice()
+    }
+
+    /// The address of the constants block, for checking its alignment.
+    pub fn constants_ptr(&self) -> *const u8 {
+        self.constants.as_ptr()
+    }
+
+    /// The weights this artifact is bound to (shared with every clone of them).
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    /// The bytes of private scratch one run needs.
+    pub fn scratch_size(&self) -> usize {
+        self.scratch_size
+    }
+
+    /// The alignment the scratch block gets: the plan's largest scratch alignment, raised to
+    /// the host's preferred buffer alignment.
+    pub fn scratch_alignment(&self) -> usize {
+        self.scratch_alignment
+    }
+}
+
+/// Where each slot's memory comes from, with every size checked to fit `usize` and every
+/// weight bound.
+fn slot_sources(
+    plan: &ArtifactPlan,
+    summary: &PlanSummary,
+    weights: &Weights,
+) -> Result<Vec<SlotSource>, LoadError> {
+    let mut sources = Vec::with_capacity(plan.slots.len());
+    for (id, slot) in plan.iter() {
+        let too_large = || LoadError::TooLarge {
+            slot: id,
+            bytes: slot.byte_size,
+            alignment: slot.alignment,
+        };
+        let bytes = usize::try_from(slot.byte_size).map_err(|_| too_large())?;
+        usize::try_from(slot.alignment).map_err(|_| too_large())?;
+        let source = match &slot.role {
+            SlotRole::Input(n) => SlotSource::Input(*n as usize),
+            SlotRole::Output(n) => SlotSource::Output(*n as usize),
+            SlotRole::Weight(name) => {
+                let index = weights
+                    .position(name)
+                    .ok_or_else(|| LoadError::MissingWeight {
+                        slot: id,
+                        name: name.clone(),
+                        available: weights.len(),
+                    })?;
+                let actual = weights.len_of(index).unwrap_or(0);
+                if actual != bytes {
+                    return Err(LoadError::WeightSize {
+                        slot: id,
+                        name: name.clone(),
+                        expected: slot.byte_size,
+                        actual,
+                    });
+                }
+                if slot.alignment > Weights::ALIGNMENT as u64 {
+                    return Err(LoadError::WeightAlignment {
+                        slot: id,
+                        name: name.clone(),
+                        required: slot.alignment,
+                        provided: Weights::ALIGNMENT,
+                    });
+                }
+                SlotSource::Weight(index)
+            }
+            // Validation proved `offset + byte_size <= constants.len()`, a `usize`.
+            SlotRole::Constant { offset } => {
+                SlotSource::Constant(usize::try_from(*offset).map_err(|_| too_large())?)
+            }
+            SlotRole::Scratch => {
+                let offsets = &summary.scratch.offsets;
+                let at = offsets
+                    .binary_search_by_key(&id, |&(slot, _)| slot)
+                    .map_err(|_| LoadError::ScratchUnplaced { slot: id })?;
+                let offset = offsets[at].1;
+                SlotSource::Scratch(usize::try_from(offset).map_err(|_| too_large())?)
+            }
+        };
+        sources.push(source);
+    }
+    Ok(sources)
+}
+
+/// The launch plan being turned into [`Step`]s.
+#[derive(Default)]
+struct Prepared {
+    steps: Vec<Step>,
+    binding_spans: Vec<Span>,
+    binding_lengths: Vec<u64>,
+    scalars: Vec<u64>,
+}
+
+impl Prepared {
+    fn push(&mut self, command: &Command, kernels: &[KernelEntry]) -> Result<(), LoadError> {
+        let step = match command {
+            Command::Fill {
+                dst,
+                pattern,
+                width,
+            } => Step::Fill {
+                dst: span(dst)?,
+                pattern: pattern.to_le_bytes(),
+                width: usize::from(*width),
+            },
+            Command::Copy { src, dst } => Step::Copy {
+                src: span(src)?,
+                dst: span(dst)?,
+            },
+            Command::Dispatch {
+                kernel,
+                bindings,
+                scalars,
+                workgroups,
+            } => {
+                let index = *kernel as usize;
+                // Validation proved the kernel exists; `get` keeps this panic-free anyway.
+                let entry = kernels.get(index).map_or(0, |k| k.offset);
+                let first_binding = self.binding_spans.len();
+                for b in bindings {
+                    self.binding_spans.push(span(&b.region)?);
+                    self.binding_lengths.push(b.region.len);
+                }
+                let first_scalar = self.scalars.len();
+                self.scalars.extend_from_slice(scalars);
+                Step::Dispatch {
+                    kernel: index,
+                    entry,
+                    bindings: first_binding..self.binding_spans.len(),
+                    scalars: first_scalar..self.scalars.len(),
+                    workgroups: *workgroups,
+                }
+            }
+        };
+        self.steps.push(step);
+        Ok(())
+    }
+}
+
+/// `region` with host-sized numbers. Validation proved it lies inside its slot, whose size
+/// fits `usize` (checked by `slot_sources`), so the conversions cannot fail in practice.
+fn span(region: &Region) -> Result<Span, LoadError> {
+    let too_large = LoadError::TooLarge {
+        slot: region.slot,
+        bytes: region.end().unwrap_or(u64::MAX),
+        alignment: 1,
+    };
+    Ok(Span {
+        slot: region.slot.index(),
+        offset: usize::try_from(region.offset).map_err(|_| too_large.clone())?,
+        len: usize::try_from(region.len).map_err(|_| too_large)?,
+    })
+}

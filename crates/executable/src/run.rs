@@ -1,0 +1,229 @@
+//! Running a launch plan on prepared [`Bindings`]: [`run`] executes the commands in order
+//! with the semantics `accy_artifact::launch` documents.
+//!
+//! - Fill writes the first `width` (1, 2 or 4) bytes of the pattern, little-endian, over the
+//!   region, repeated.
+//! - Copy copies the source region to the destination region (validation proved they do not
+//!   overlap; distinct slots never share memory, which binding checked for caller buffers).
+//! - Dispatch fills a `DispatchState` on the stack — binding addresses (slot base plus region
+//!   offset, dangling but non-null for empty regions), binding lengths, scalars, workgroup
+//!   count, the [`IMPORT_TABLE`] — and calls the kernel once per workgroup, in order. A
+//!   non-zero status stops the run with a [`LaunchError`] naming the kernel.
+//!
+//! Nothing here allocates (except to describe a failure): every table was built at load or
+//! by `prepare_borrowed` in the reusable [`crate::Scratch`].
+//!
+//! Kernels run on the calling thread, one workgroup after another (an order the ABI allows),
+//! so that thread must have at least `abi::MAX_KERNEL_STACK` (64 KiB) of stack free — any
+//! thread Rust starts with its default stack size does.
+
+use accy_artifact::abi::{self, DispatchState};
+
+use crate::binding::{prepare_borrowed, region_ptr, BindingError, Bindings};
+use crate::code_memory::CodeMemoryError;
+use crate::imports::IMPORT_TABLE;
+use crate::loaded::{LoadedArtifact, Step};
+use crate::Scratch;
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// A kernel returned a non-zero status (the run stopped there; outputs are partial).
+    #[error(
+        "command {command}: kernel {kernel} `{name}` returned status {status} in workgroup \
+         {workgroup} of {workgroups}"
+    )]
+    KernelFailed {
+        /// The command's index in the launch plan.
+        command: usize,
+        /// The kernel's index.
+        kernel: usize,
+        /// The kernel's name.
+        name: String,
+        /// The workgroup that failed.
+        workgroup: u32,
+        /// The dispatch's workgroup count.
+        workgroups: u32,
+        /// The status it returned (`abi::KERNEL_ABI_MISMATCH` means it was generated for
+        /// another ABI version).
+        status: u32,
+    },
+    /// A kernel's entry point could not be found in the published code (a loader bug: load
+    /// checks every entry).
+    #[error("command {command}: kernel {kernel} has no callable entry: {source}")]
+    NoEntry {
+        /// The command's index in the launch plan.
+        command: usize,
+        /// The kernel's index.
+        kernel: usize,
+        /// Why.
+        source: CodeMemoryError,
+    },
+}
+
+/// Why [`LoadedArtifact::invoke`] failed: binding the buffers or running the plan.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvokeError {
+    /// The buffers were refused; nothing ran.
+    #[error(transparent)]
+    Binding(#[from] BindingError),
+    /// The run stopped.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+/// The signature every kernel entry has (`abi::KernelFn`), in the form
+/// [`crate::CodeEntry::call`] accepts.
+type Kernel = extern "C" fn(*const DispatchState, u32) -> u32;
+
+/// Runs the launch plan of the artifact `bindings` were prepared for, on the buffers they
+/// bind. Consumes the bindings: prepare again (which allocates nothing) for another run.
+pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
+    let loaded = bindings.loaded;
+    let bases = bindings.scratch.bases.as_slice();
+    let binding_ptrs = bindings.scratch.binding_ptrs.as_slice();
+    for (command, step) in loaded.steps.iter().enumerate() {
+        match step {
+            Step::Fill {
+                dst,
+                pattern,
+                width,
+            } => {
+                if dst.len == 0 {
+                    continue;
+                }
+                let ptr = region_ptr(bases, dst);
+                // SAFETY: `dst` lies inside a writable slot (an output buffer, exclusively
+                // borrowed by `bindings`, or scratch, likewise), so `ptr..ptr + len` is valid
+                // for writes and nothing else references it during this step.
+                let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, dst.len) };
+                fill(bytes, pattern, *width);
+            }
+            Step::Copy { src, dst } => {
+                if dst.len == 0 {
+                    continue;
+                }
+                // SAFETY: both regions lie inside their slots; `src` is readable, `dst` is in a
+                // writable slot borrowed exclusively by `bindings`; their lengths are equal
+                // (validation) and they do not overlap: within one slot validation proved
+                // it, and distinct slots are disjoint memory (binding refused outputs that
+                // share bytes with inputs or outputs; weights, constants and scratch are
+                // private allocations).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        region_ptr(bases, src).cast_const(),
+                        region_ptr(bases, dst),
+                        dst.len,
+                    );
+                }
+            }
+            Step::Dispatch {
+                kernel,
+                entry,
+                bindings: range,
+                scalars,
+                workgroups,
+            } => dispatch(
+                loaded,
+                command,
+                *kernel,
+                *entry,
+                &binding_ptrs[range.clone()],
+                &loaded.binding_lengths[range.clone()],
+                &loaded.scalars[scalars.clone()],
+                *workgroups,
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes the first `width` bytes of `pattern` over `bytes`, repeated (`bytes.len()` is a
+/// multiple of `width`, which validation proved).
+fn fill(bytes: &mut [u8], pattern: &[u8; 4], width: usize) {
+    if width == 1 {
+        bytes.fill(pattern[0]);
+        return;
+    }
+    // Validation allows only widths 1, 2 and 4; the clamp keeps this panic-free regardless.
+    let unit = &pattern[..width.clamp(1, 4)];
+    for chunk in bytes.chunks_exact_mut(unit.len()) {
+        chunk.copy_from_slice(unit);
+    }
+}
+
+/// Calls kernel `kernel` once per workgroup with the given bindings and scalars.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of one prepared dispatch, passed apart to borrow them from two owners"
+)]
+fn dispatch(
+    loaded: &LoadedArtifact,
+    command: usize,
+    kernel: usize,
+    entry: u32,
+    binding_ptrs: &[*mut u8],
+    binding_lengths: &[u64],
+    scalars: &[u64],
+    workgroups: u32,
+) -> Result<(), LaunchError> {
+    let no_entry = |source| LaunchError::NoEntry {
+        command,
+        kernel,
+        source,
+    };
+    let code = loaded
+        .code()
+        .ok_or_else(|| no_entry(CodeMemoryError::Empty))?;
+    let entry = code.entry(entry).map_err(no_entry)?;
+    // Validation bounds both counts by `MAX_BINDINGS` / `MAX_SCALARS` (256), so they fit.
+    let state = DispatchState {
+        abi_version: abi::ABI_VERSION,
+        binding_count: binding_ptrs.len() as u32,
+        bindings: binding_ptrs.as_ptr(),
+        binding_lengths: binding_lengths.as_ptr(),
+        scalars: scalars.as_ptr(),
+        scalar_count: scalars.len() as u32,
+        workgroup_count: workgroups,
+        imports: IMPORT_TABLE.as_ptr(),
+    };
+    for workgroup in 0..workgroups {
+        // SAFETY: the entry is a kernel of this validated artifact, published for this host
+        // (architecture and features checked at load), and follows the dispatch ABI: it has
+        // the `Kernel` signature and touches only the bytes its bindings describe. `state`
+        // and the arrays it points to live on this stack frame or in `loaded` / the scratch
+        // tables until the call returns; each binding address is valid for its length and
+        // writable when its access writes (binding checked sizes and exclusivity). Running
+        // workgroups one after another is one of the orders the ABI allows.
+        let status = unsafe { entry.call::<Kernel>((&state, workgroup)) };
+        if status != abi::KERNEL_OK {
+            return Err(LaunchError::KernelFailed {
+                command,
+                kernel,
+                name: loaded
+                    .kernels()
+                    .get(kernel)
+                    .map_or_else(String::new, |k| k.name.clone()),
+                workgroup,
+                workgroups,
+                status,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl LoadedArtifact {
+    /// Binds `inputs` and `outputs` ([`prepare_borrowed`]) and runs the plan ([`run`]).
+    pub fn invoke(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        scratch: &mut Scratch,
+    ) -> Result<(), InvokeError> {
+        let bindings = prepare_borrowed(self, inputs, outputs, scratch)?;
+        run(bindings)?;
+        Ok(())
+    }
+}
