@@ -7,6 +7,8 @@
 //!   `RUSTC_BOOTSTRAP=1` (the stable toolchain ships the ASan runtime). The corpus is seeded
 //!   from the checked-in golden files, and a summary line reports executions per second.
 //! - `fuzz list`: the available targets.
+//! - `bench <compile|invoke|all> [--quick]`: criterion benchmarks, summarised as a table of
+//!   medians with ratios to the reference each group measures in the same run.
 
 #![allow(
     clippy::print_stdout,
@@ -14,6 +16,7 @@
     reason = "a command-line tool reports on the terminal"
 )]
 
+mod bench;
 mod fuzz;
 
 use std::process::ExitCode;
@@ -24,12 +27,14 @@ usage: cargo xtask <command>
 commands:
   fuzz <target> [--seconds N] [--asan]   run a coverage-guided fuzzer (default 60 s)
   fuzz list                              list fuzz targets
+  bench <compile|invoke|all> [--quick]   run benchmarks; print medians and in-run ratios
 ";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
