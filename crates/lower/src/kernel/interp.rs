@@ -1,0 +1,244 @@
+//! [`run_kernel`]: the reference executor of the kernel description, over little-endian byte
+//! buffers.
+//!
+//! It is written to read like the semantics in the parent module's doc, not to be fast: it
+//! walks the points of the iteration space in row-major order, evaluates every node at each
+//! point, combines over the reduction dims and stores. Every node's arithmetic is the IR
+//! interpreter's own per-element code (`accy_ir::interp::scalar`), so a kernel that matches
+//! its program op for op gives bit-identical results to `accy_ir::interp::eval`.
+//!
+//! Buffers are separate `&mut [u8]`s, so two bindings never alias here; a kernel that reads and
+//! writes the same bytes uses one `ReadWrite` binding. At each point every load happens before
+//! that point's store, and a point sees the stores of all earlier points.
+
+use accy_ir::interp::scalar::{self, Scalar};
+use accy_ir::DType;
+
+use super::validate::{KernelError, Site};
+use super::{IndexMap, LoopKernel, Node, NodeId};
+
+/// Runs `kernel` on `bindings` (buffer `i` is binding `i`, holding exactly
+/// `elements * dtype size` bytes, little-endian; a bool byte reads as true when non-zero and is
+/// written as 0 or 1).
+///
+/// Validates the kernel first, so a malformed kernel or wrongly sized buffer is an error, never
+/// a panic or an out-of-bounds access. Only elements the kernel stores are changed.
+pub fn run_kernel(kernel: &LoopKernel, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
+    kernel.validate()?;
+    if bindings.len() != kernel.bindings.len() {
+        return Err(KernelError::BufferCount {
+            kernel: kernel.name.clone(),
+            expected: kernel.bindings.len(),
+            found: bindings.len(),
+        });
+    }
+    for (i, (b, buffer)) in kernel.bindings.iter().zip(bindings.iter()).enumerate() {
+        // Validation proved the product does not overflow.
+        let expected = b.elements.saturating_mul(b.dtype.size_bytes());
+        if buffer.len() as u64 != expected {
+            return Err(KernelError::BufferSize {
+                kernel: kernel.name.clone(),
+                binding: i as u32,
+                expected,
+                found: buffer.len() as u64,
+            });
+        }
+    }
+    Runner {
+        kernel,
+        values: Vec::with_capacity(kernel.nodes.len()),
+    }
+    .run(bindings)
+}
+
+/// Advances `point[..]` to the next point of `dims` in row-major order (last dim fastest);
+/// returns false after the last point.
+fn advance(point: &mut [u64], dims: &[u64]) -> bool {
+    for (i, n) in point.iter_mut().zip(dims).rev() {
+        *i += 1;
+        if *i < *n {
+            return true;
+        }
+        *i = 0;
+    }
+    false
+}
+
+struct Runner<'k> {
+    kernel: &'k LoopKernel,
+    values: Vec<Scalar>,
+}
+
+impl Runner<'_> {
+    fn error(&self, site: Site, message: impl Into<String>) -> KernelError {
+        KernelError::Internal {
+            kernel: self.kernel.name.clone(),
+            site,
+            message: message.into(),
+        }
+    }
+
+    fn run(mut self, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
+        let k = self.kernel;
+        let dims: &[u64] = &k.dims;
+        let parallel = k.parallel_rank as usize;
+        let (parallel_dims, reduced_dims) = dims.split_at(parallel.min(dims.len()));
+        if parallel_dims.contains(&0) {
+            return Ok(());
+        }
+        let result_dtype = k
+            .nodes
+            .get(k.result as usize)
+            .map(|n| n.dtype)
+            .ok_or_else(|| self.error(Site::Store, "no result node"))?;
+        let mut point = vec![0u64; dims.len()];
+        loop {
+            let value = match k.reduction {
+                None => self.eval(&point, bindings)?,
+                Some(op) => {
+                    let mut acc = scalar::reduce_identity(op, result_dtype)
+                        .ok_or_else(|| self.error(Site::Store, "reduction has no identity"))?;
+                    if !reduced_dims.contains(&0) {
+                        loop {
+                            let x = self.eval(&point, bindings)?;
+                            acc = scalar::reduce_combine(op, acc, x).ok_or_else(|| {
+                                self.error(Site::Store, "reduction does not accept the result")
+                            })?;
+                            if !advance(&mut point[parallel..], reduced_dims) {
+                                break;
+                            }
+                        }
+                    }
+                    acc
+                }
+            };
+            let offset = self.offset(Site::Store, &k.store.map, &point[..parallel], 0)?;
+            let binding = k.store.binding;
+            let size = result_dtype.size_bytes() as usize;
+            let written = bindings
+                .get_mut(binding as usize)
+                .and_then(|b| b.get_mut(offset * size..(offset + 1) * size))
+                .is_some_and(|bytes| value.write_le_bytes(bytes));
+            if !written {
+                return Err(self.error(Site::Store, format!("element {offset} is out of range")));
+            }
+            if !advance(&mut point[..parallel], parallel_dims) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `map(point) + extra` as a buffer position.
+    fn offset(
+        &self,
+        site: Site,
+        map: &IndexMap,
+        point: &[u64],
+        extra: i128,
+    ) -> Result<usize, KernelError> {
+        let mut at = i128::from(map.offset) + extra;
+        for (&s, &i) in map.strides.iter().zip(point) {
+            at += i128::from(s) * i128::from(i);
+        }
+        usize::try_from(at).map_err(|_| self.error(site, format!("offset {at} is negative")))
+    }
+
+    fn read(
+        &self,
+        site: Site,
+        binding: u32,
+        at: usize,
+        dtype: DType,
+        bindings: &[&mut [u8]],
+    ) -> Result<Scalar, KernelError> {
+        let size = dtype.size_bytes() as usize;
+        bindings
+            .get(binding as usize)
+            .and_then(|b| b.get(at * size..(at + 1) * size))
+            .and_then(|bytes| Scalar::from_le_bytes(dtype, bytes))
+            .ok_or_else(|| self.error(site, format!("element {at} is out of range")))
+    }
+
+    fn value(&self, site: Site, id: NodeId) -> Result<Scalar, KernelError> {
+        self.values
+            .get(id as usize)
+            .copied()
+            .ok_or_else(|| self.error(site, format!("node {id} has no value")))
+    }
+
+    /// The result node's value at `point`.
+    fn eval(&mut self, point: &[u64], bindings: &[&mut [u8]]) -> Result<Scalar, KernelError> {
+        self.values.clear();
+        for (n, node) in self.kernel.nodes.iter().enumerate() {
+            let site = Site::Node(n as NodeId);
+            let dtype = node.dtype;
+            let undefined = || self.error(site, format!("operation undefined for {dtype}"));
+            let v = match &node.node {
+                Node::Load { binding, map } => {
+                    let at = self.offset(site, map, point, 0)?;
+                    self.read(site, *binding, at, dtype, bindings)?
+                }
+                Node::Gather {
+                    binding,
+                    map,
+                    index,
+                    axis_len,
+                    axis_stride,
+                } => {
+                    let i = match self.value(site, *index)? {
+                        Scalar::I32(v) => i64::from(v),
+                        Scalar::I64(v) => v,
+                        Scalar::U8(v) => i64::from(v),
+                        other => {
+                            return Err(self.error(site, format!("index is {}", other.dtype())))
+                        }
+                    };
+                    let last = i128::from(*axis_len) - 1;
+                    let clamped = i128::from(i).clamp(0, last.max(0));
+                    let at = self.offset(site, map, point, clamped * i128::from(*axis_stride))?;
+                    self.read(site, *binding, at, dtype, bindings)?
+                }
+                Node::Const { bits } => Scalar::from_bits(dtype, *bits),
+                Node::Index { dim, scale, offset } => {
+                    let i = match dim {
+                        None => 0,
+                        Some(d) => point
+                            .get(*d as usize)
+                            .copied()
+                            .ok_or_else(|| self.error(site, format!("dim {d} is out of range")))?,
+                    };
+                    let v = i128::from(*offset) + i128::from(*scale) * i128::from(i);
+                    let v = i64::try_from(v)
+                        .map_err(|_| self.error(site, format!("index {v} overflows i64")))?;
+                    scalar::convert(Scalar::I64(v), dtype)
+                }
+                Node::Unary { op, x } => {
+                    scalar::unary(*op, self.value(site, *x)?).ok_or_else(undefined)?
+                }
+                Node::Binary { op, lhs, rhs } => {
+                    let (a, b) = (self.value(site, *lhs)?, self.value(site, *rhs)?);
+                    scalar::binary(*op, a, b).ok_or_else(undefined)?
+                }
+                Node::Compare { op, lhs, rhs } => {
+                    let (a, b) = (self.value(site, *lhs)?, self.value(site, *rhs)?);
+                    Scalar::Bool(scalar::compare(*op, a, b).ok_or_else(undefined)?)
+                }
+                Node::Select {
+                    cond,
+                    on_true,
+                    on_false,
+                } => match self.value(site, *cond)? {
+                    Scalar::Bool(true) => self.value(site, *on_true)?,
+                    Scalar::Bool(false) => self.value(site, *on_false)?,
+                    _ => return Err(undefined()),
+                },
+                Node::Convert { x } => scalar::convert(self.value(site, *x)?, dtype),
+            };
+            if v.dtype() != dtype {
+                return Err(self.error(site, format!("value is {}, not {dtype}", v.dtype())));
+            }
+            self.values.push(v);
+        }
+        self.value(Site::Store, self.kernel.result)
+    }
+}

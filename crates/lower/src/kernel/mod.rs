@@ -1,0 +1,239 @@
+//! The arch-neutral kernel description that every ISA emitter translates.
+//!
+//! A [`LoopKernel`] is a loop nest over a static iteration space. At every point of the space it
+//! evaluates a small SSA expression ([`Node`]s) whose leaves read bindings through affine
+//! [`IndexMap`]s; it either stores the result at that point, or, when it has a reduction,
+//! combines the result over the trailing reduction dims and stores one value per point of the
+//! leading parallel dims. Elementwise chains, broadcasts, transposes, slices, reverses, iota,
+//! gather, reductions and plain dots all lower to this one form, so an emitter has one thing to
+//! translate and a new ISA is a new emitter, not a new compiler.
+//!
+//! Semantics, which the kernel interpreter implements and emitters must reproduce:
+//! - Points are visited in row-major order of `dims` (parallel dims first, then reduction
+//!   dims); an emitter may reorder or vectorize only where the result cannot change, except
+//!   that float `sum`/`prod` reductions may be reassociated (callers then compare with a
+//!   tolerance).
+//! - Without a reduction, the `result` node's value at point `p` is stored at element
+//!   `store.map(p)` of the store binding.
+//! - With a reduction `op`, for each parallel point `p` the accumulator starts at `op`'s
+//!   identity (see [`accy_ir::ReduceOp`]) and becomes `op(acc, result(p, r))` for each
+//!   reduction point `r` in row-major order; the final accumulator is stored at
+//!   `store.map(p)`. The combine step has the semantics of the matching binary op (`add`,
+//!   `mul`, NaN-propagating `max`/`min`; `or`/`and` for bool max/min).
+//! - Every node has the exact semantics of the IR op it is named after (see `accy_ir::Op`).
+//! - A kernel never reads or writes an element outside its bindings: [`LoopKernel::validate`]
+//!   proves every map stays inside `[0, elements)` over the whole space before emission.
+//!
+//! [`run_kernel`] is the reference executor of these semantics (module `interp`);
+//! [`LoopKernel::validate`] (module `validate`) lists everything an emitter may rely on.
+//!
+//! What the planner (`crate::plan`) additionally guarantees about the kernels it produces,
+//! which emitters may use but `validate` does not check: the store binding is the last
+//! binding and is write-only; every other binding is read-only, and no two bindings of a
+//! dispatch overlap; dims of extent 1 have been removed and adjacent dims that every map walks
+//! as one have been merged.
+
+use accy_artifact::Access;
+use accy_ir::{BinaryOp, CompareOp, DType, Dims, ReduceOp, UnaryOp};
+use smallvec::SmallVec;
+
+mod interp;
+mod validate;
+
+pub use interp::run_kernel;
+pub use validate::{KernelError, Site};
+
+/// Index of a node in [`LoopKernel::nodes`]; operands always name earlier nodes.
+pub type NodeId = u32;
+
+/// An element offset that is affine in the iteration point: `offset + Σ strides[d] * i[d]`,
+/// counted in elements of the binding's dtype. A stride of 0 repeats an element along that dim
+/// (broadcast); a negative stride walks backwards (reverse).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexMap {
+    /// Offset at the origin.
+    pub offset: i64,
+    /// One stride per iteration dim (for a store: per parallel dim).
+    pub strides: SmallVec<[i64; 8]>,
+}
+
+/// One buffer a kernel reads or writes, as the kernel sees it. At run time it is bound to a
+/// region of a slot (see `accy_artifact::Command::Dispatch`), binding `i` of the kernel being
+/// binding `i` of the dispatch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelBinding {
+    /// Element type of the buffer.
+    pub dtype: DType,
+    /// Number of elements the region holds; every access stays below it.
+    pub elements: u64,
+    /// How the kernel uses it.
+    pub access: Access,
+}
+
+/// One SSA step of a kernel's body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// The element of `binding` at `map(point)`.
+    Load {
+        /// Binding read.
+        binding: u32,
+        /// Where.
+        map: IndexMap,
+    },
+    /// The element of `binding` at `map(point) + clamp(index, 0, axis_len - 1) * axis_stride`,
+    /// where `index` is an integer node (i32, i64 or u8 value, taken as a signed i64; u8 as
+    /// 0..=255): the IR's `gather` after its movement has been folded into `map`.
+    Gather {
+        /// Binding read.
+        binding: u32,
+        /// The part of the offset that does not depend on the index.
+        map: IndexMap,
+        /// The integer index node.
+        index: NodeId,
+        /// Length of the gathered axis (≥ 1).
+        axis_len: u64,
+        /// Element stride of the gathered axis.
+        axis_stride: i64,
+    },
+    /// A constant: the little-endian bits of one value of the node's dtype (bool: 0 or 1),
+    /// zero-extended to 64 bits.
+    Const {
+        /// The value's bits.
+        bits: u64,
+    },
+    /// `offset + scale * i[dim]` (or just `offset` when `dim` is `None`) as an i64, converted
+    /// to the node's dtype as `convert` does: the IR's `iota` seen through movement ops.
+    Index {
+        /// Iteration dim read, if any.
+        dim: Option<u32>,
+        /// Multiplier of the dim's index.
+        scale: i64,
+        /// Added constant.
+        offset: i64,
+    },
+    /// `op(x)`.
+    Unary {
+        /// Function.
+        op: UnaryOp,
+        /// Operand.
+        x: NodeId,
+    },
+    /// `op(lhs, rhs)`; operands have the node's dtype.
+    Binary {
+        /// Function.
+        op: BinaryOp,
+        /// Left operand.
+        lhs: NodeId,
+        /// Right operand.
+        rhs: NodeId,
+    },
+    /// `lhs op rhs`; the node's dtype is bool, the operands share another dtype.
+    Compare {
+        /// Relation.
+        op: CompareOp,
+        /// Left operand.
+        lhs: NodeId,
+        /// Right operand.
+        rhs: NodeId,
+    },
+    /// `cond ? on_true : on_false`.
+    Select {
+        /// Bool condition.
+        cond: NodeId,
+        /// Value where true.
+        on_true: NodeId,
+        /// Value where false.
+        on_false: NodeId,
+    },
+    /// `x` converted to the node's dtype, as the IR's `convert`.
+    Convert {
+        /// Operand.
+        x: NodeId,
+    },
+}
+
+/// A node and the dtype of the value it produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelNode {
+    /// The step.
+    pub node: Node,
+    /// Its result dtype.
+    pub dtype: DType,
+}
+
+/// Where a kernel writes its result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Store {
+    /// Binding written (its dtype is the result's).
+    pub binding: u32,
+    /// Element offset over the parallel dims (`strides.len() == parallel_rank`).
+    pub map: IndexMap,
+}
+
+/// A loop-nest kernel; see the module doc for its exact semantics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopKernel {
+    /// A name unique within one compiled program (shows in disassembly and profiles).
+    pub name: String,
+    /// The iteration space: `parallel_rank` parallel dims, then the reduction dims.
+    pub dims: Dims,
+    /// How many leading dims are parallel; the rest are reduced.
+    pub parallel_rank: u32,
+    /// The buffers, by binding number.
+    pub bindings: Vec<KernelBinding>,
+    /// The body, in evaluation order.
+    pub nodes: Vec<KernelNode>,
+    /// The node whose value is stored (or reduced, then stored).
+    pub result: NodeId,
+    /// How the result combines over the reduction dims. `None` requires that there are none;
+    /// `Some` with zero reduction dims stores `op(identity, result)` (so a `sum` turns `-0.0`
+    /// into `+0.0`, exactly as the IR's `reduce` over no axes does).
+    pub reduction: Option<ReduceOp>,
+    /// Where the result goes.
+    pub store: Store,
+}
+
+impl IndexMap {
+    /// The map `offset + Σ strides[d] * i[d]`.
+    pub fn new(offset: i64, strides: &[i64]) -> IndexMap {
+        IndexMap {
+            offset,
+            strides: SmallVec::from_slice(strides),
+        }
+    }
+
+    /// The dense row-major map of a tensor of `dims` (the last dim has stride 1), or `None` if
+    /// a stride overflows `i64`.
+    pub fn row_major(dims: &[u64]) -> Option<IndexMap> {
+        let mut strides: SmallVec<[i64; 8]> = SmallVec::from_elem(0, dims.len());
+        let mut step: i64 = 1;
+        for (s, &n) in strides.iter_mut().zip(dims).rev() {
+            *s = step;
+            step = step.checked_mul(i64::try_from(n.max(1)).ok()?)?;
+        }
+        Some(IndexMap { offset: 0, strides })
+    }
+}
+
+impl LoopKernel {
+    /// The number of iteration dims.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// The parallel dims (the leading `parallel_rank` dims), or all dims if `parallel_rank` is
+    /// out of range (which [`LoopKernel::validate`] rejects).
+    pub fn parallel_dims(&self) -> &[u64] {
+        self.dims
+            .get(..self.parallel_rank as usize)
+            .unwrap_or(&self.dims)
+    }
+
+    /// The reduction dims (those after the parallel ones).
+    pub fn reduction_dims(&self) -> &[u64] {
+        self.dims.get(self.parallel_rank as usize..).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests;

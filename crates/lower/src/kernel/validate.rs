@@ -1,0 +1,587 @@
+//! [`LoopKernel::validate`]: the proof that a kernel is well typed and never touches an element
+//! outside its bindings, which every emitter relies on instead of bounds checks.
+//!
+//! Checked, in this order (the first violation is returned):
+//! 1. shape: rank ≤ [`MAX_RANK`], `parallel_rank ≤ rank`, no reduction dims without a
+//!    reduction;
+//! 2. bindings: each binding's byte size (`elements * dtype size`) fits in `u64`;
+//! 3. nodes, in order: operands name earlier nodes; the node's dtype follows the typing rule of
+//!    the IR op it is named after (`accy_ir::infer_type`); `Load`/`Gather` name an existing
+//!    binding of the node's dtype that the kernel may read; a `Gather` index is i32, i64 or u8
+//!    and `axis_len ≥ 1`; a `Const`'s bits fit its dtype; an `Index` names an existing dim and
+//!    its i64 value cannot overflow anywhere in the space;
+//! 4. result and store: `result` names a node; the store binding exists, may be written and has
+//!    the result's dtype; a reduction accepts that dtype;
+//! 5. bounds: every map has one stride per dim it ranges over, and — when the box it ranges
+//!    over is not empty — its smallest and largest element offsets over the whole box (exact,
+//!    in i128) lie in `[0, elements)`. For a `Gather`, the clamped index term
+//!    `0..=(axis_len - 1) * axis_stride` is added. Loads range over all dims, the store over
+//!    the parallel dims only (with a reduction, a store happens even when a reduction dim is 0).
+//!
+//! Because each map is affine, its extreme values over a box are reached at corners, one dim
+//! at a time: `offset + Σ min(0, s·(n-1))` and `offset + Σ max(0, s·(n-1))`. So the check is
+//! exact, not an approximation, and costs O(rank) per map.
+
+use std::fmt;
+
+use accy_artifact::Access;
+use accy_ir::{BinaryOp, DType, ReduceOp, UnaryOp, MAX_RANK};
+
+use super::{IndexMap, LoopKernel, Node, NodeId};
+
+/// Where in a kernel an access or a problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Site {
+    /// Node number `n`.
+    Node(NodeId),
+    /// The kernel's store.
+    Store,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Site::Node(n) => write!(f, "node {n}"),
+            Site::Store => f.write_str("the store"),
+        }
+    }
+}
+
+/// Why a kernel is malformed or could not be run. Every variant carries the numbers involved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The iteration space has more dims than the IR allows.
+    #[error("kernel `{kernel}`: rank {rank} exceeds the maximum of {max}")]
+    RankTooLarge {
+        /// Kernel name.
+        kernel: String,
+        /// Its rank.
+        rank: usize,
+        /// [`MAX_RANK`].
+        max: usize,
+    },
+    /// `parallel_rank` exceeds the rank.
+    #[error("kernel `{kernel}`: parallel rank {parallel_rank} exceeds rank {rank}")]
+    ParallelRank {
+        /// Kernel name.
+        kernel: String,
+        /// The declared parallel rank.
+        parallel_rank: u32,
+        /// The rank.
+        rank: usize,
+    },
+    /// There are reduction dims but no reduction.
+    #[error("kernel `{kernel}`: {count} reduction dims but no reduction op")]
+    ReductionDimsWithoutOp {
+        /// Kernel name.
+        kernel: String,
+        /// Number of reduction dims.
+        count: usize,
+    },
+    /// A binding's byte size overflows `u64`.
+    #[error("kernel `{kernel}`: binding {binding} of {elements} {dtype} elements is too large")]
+    BindingTooLarge {
+        /// Kernel name.
+        kernel: String,
+        /// Binding number.
+        binding: u32,
+        /// Its element count.
+        elements: u64,
+        /// Its dtype.
+        dtype: DType,
+    },
+    /// A node names an operand that is not an earlier node.
+    #[error("kernel `{kernel}`: node {node} uses node {operand}, which is not an earlier node")]
+    BadOperand {
+        /// Kernel name.
+        kernel: String,
+        /// The node.
+        node: NodeId,
+        /// The operand it names.
+        operand: NodeId,
+    },
+    /// A node's dtype breaks the typing rule of its op.
+    #[error("kernel `{kernel}`: node {node}: {message}")]
+    NodeType {
+        /// Kernel name.
+        kernel: String,
+        /// The node.
+        node: NodeId,
+        /// What rule was broken, with the dtypes involved.
+        message: String,
+    },
+    /// An access names a binding that does not exist.
+    #[error("kernel `{kernel}`: {site} uses binding {binding} but there are {count}")]
+    UnknownBinding {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// The binding named.
+        binding: u32,
+        /// Number of bindings.
+        count: usize,
+    },
+    /// An access's dtype differs from its binding's.
+    #[error("kernel `{kernel}`: {site} accesses binding {binding} of {binding_dtype} as {dtype}")]
+    BindingDType {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// The binding.
+        binding: u32,
+        /// The binding's dtype.
+        binding_dtype: DType,
+        /// The dtype of the access.
+        dtype: DType,
+    },
+    /// A load reads a write-only binding or the store writes a read-only one.
+    #[error("kernel `{kernel}`: {site} cannot use binding {binding} with access {access}")]
+    BindingAccess {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// The binding.
+        binding: u32,
+        /// Its declared access.
+        access: Access,
+    },
+    /// A map has the wrong number of strides.
+    #[error("kernel `{kernel}`: the map of {site} has {found} strides, expected {expected}")]
+    StrideCount {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// Dims the map ranges over.
+        expected: usize,
+        /// Strides it has.
+        found: usize,
+    },
+    /// A map reaches outside its binding somewhere in the iteration space.
+    #[error(
+        "kernel `{kernel}`: {site} reaches elements {min}..={max} of binding {binding}, \
+         which holds {elements}"
+    )]
+    OutOfBounds {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// The binding.
+        binding: u32,
+        /// Smallest element offset reached.
+        min: i128,
+        /// Largest element offset reached.
+        max: i128,
+        /// Elements the binding holds.
+        elements: u64,
+    },
+    /// `result` names no node.
+    #[error("kernel `{kernel}`: result node {result} does not exist ({count} nodes)")]
+    BadResult {
+        /// Kernel name.
+        kernel: String,
+        /// The result node named.
+        result: NodeId,
+        /// Number of nodes.
+        count: usize,
+    },
+    /// The reduction does not accept the result's dtype.
+    #[error("kernel `{kernel}`: reduction {op} does not accept {dtype}")]
+    ReductionType {
+        /// Kernel name.
+        kernel: String,
+        /// The reduction.
+        op: ReduceOp,
+        /// The result dtype.
+        dtype: DType,
+    },
+    /// [`crate::kernel::run_kernel`] was given the wrong number of buffers.
+    #[error("kernel `{kernel}` has {expected} bindings but {found} buffers were given")]
+    BufferCount {
+        /// Kernel name.
+        kernel: String,
+        /// Bindings declared.
+        expected: usize,
+        /// Buffers given.
+        found: usize,
+    },
+    /// [`crate::kernel::run_kernel`] was given a buffer of the wrong byte length.
+    #[error("kernel `{kernel}`: binding {binding} needs {expected} bytes, the buffer has {found}")]
+    BufferSize {
+        /// Kernel name.
+        kernel: String,
+        /// Binding number.
+        binding: u32,
+        /// `elements * dtype size`.
+        expected: u64,
+        /// The buffer's length.
+        found: u64,
+    },
+    /// Evaluating a validated kernel failed: a bug in this crate, never the caller's fault.
+    #[error("kernel `{kernel}`: internal error at {site}: {message}")]
+    Internal {
+        /// Kernel name.
+        kernel: String,
+        /// Where.
+        site: Site,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The exact smallest and largest value of `offset + Σ strides[d] * i[d]` over the box
+/// `0 <= i[d] < dims[d]`, which must not be empty.
+pub(crate) fn map_range(map: &IndexMap, dims: &[u64]) -> (i128, i128) {
+    let (mut lo, mut hi) = (i128::from(map.offset), i128::from(map.offset));
+    for (&s, &n) in map.strides.iter().zip(dims) {
+        // |s| <= 2^63 and n - 1 < 2^64, so each product fits in i128; their sum might not,
+        // so saturate: a saturated end lies outside any binding and is rejected, as it must.
+        let reach = i128::from(s).saturating_mul(i128::from(n.saturating_sub(1)));
+        lo = lo.saturating_add(reach.min(0));
+        hi = hi.saturating_add(reach.max(0));
+    }
+    (lo, hi)
+}
+
+/// True when every dim is at least 1 (the box holds a point).
+fn non_empty(dims: &[u64]) -> bool {
+    dims.iter().all(|&n| n > 0)
+}
+
+struct Checker<'k> {
+    kernel: &'k LoopKernel,
+}
+
+impl Checker<'_> {
+    fn name(&self) -> String {
+        self.kernel.name.clone()
+    }
+
+    fn type_error(&self, node: NodeId, message: String) -> KernelError {
+        KernelError::NodeType {
+            kernel: self.name(),
+            node,
+            message,
+        }
+    }
+
+    /// The dtype of operand `operand` of node `node`, which must be an earlier node.
+    fn operand(&self, node: NodeId, operand: NodeId) -> Result<DType, KernelError> {
+        if operand >= node {
+            return Err(KernelError::BadOperand {
+                kernel: self.name(),
+                node,
+                operand,
+            });
+        }
+        self.kernel
+            .nodes
+            .get(operand as usize)
+            .map(|n| n.dtype)
+            .ok_or(KernelError::BadOperand {
+                kernel: self.name(),
+                node,
+                operand,
+            })
+    }
+
+    /// Checks an access to `binding` with `dtype` at `site`: the binding exists, has that
+    /// dtype and permits the access; returns its element count.
+    fn binding(
+        &self,
+        site: Site,
+        binding: u32,
+        dtype: DType,
+        write: bool,
+    ) -> Result<u64, KernelError> {
+        let b = self
+            .kernel
+            .bindings
+            .get(binding as usize)
+            .ok_or(KernelError::UnknownBinding {
+                kernel: self.name(),
+                site,
+                binding,
+                count: self.kernel.bindings.len(),
+            })?;
+        if b.dtype != dtype {
+            return Err(KernelError::BindingDType {
+                kernel: self.name(),
+                site,
+                binding,
+                binding_dtype: b.dtype,
+                dtype,
+            });
+        }
+        let allowed = if write {
+            b.access.writes()
+        } else {
+            b.access.reads()
+        };
+        if !allowed {
+            return Err(KernelError::BindingAccess {
+                kernel: self.name(),
+                site,
+                binding,
+                access: b.access,
+            });
+        }
+        Ok(b.elements)
+    }
+
+    /// Checks that `map` has one stride per dim of `dims` and, if the box is not empty, stays
+    /// in `[0, elements)` once `extra` (the gather term's range) is added.
+    fn bounds(
+        &self,
+        site: Site,
+        binding: u32,
+        map: &IndexMap,
+        dims: &[u64],
+        elements: u64,
+        extra: (i128, i128),
+    ) -> Result<(), KernelError> {
+        if map.strides.len() != dims.len() {
+            return Err(KernelError::StrideCount {
+                kernel: self.name(),
+                site,
+                expected: dims.len(),
+                found: map.strides.len(),
+            });
+        }
+        if !non_empty(dims) {
+            return Ok(());
+        }
+        let (lo, hi) = map_range(map, dims);
+        let (min, max) = (lo.saturating_add(extra.0), hi.saturating_add(extra.1));
+        if min < 0 || max >= i128::from(elements) {
+            return Err(KernelError::OutOfBounds {
+                kernel: self.name(),
+                site,
+                binding,
+                min,
+                max,
+                elements,
+            });
+        }
+        Ok(())
+    }
+
+    fn node(&self, n: NodeId, node: &Node, dtype: DType) -> Result<(), KernelError> {
+        let dims: &[u64] = &self.kernel.dims;
+        let site = Site::Node(n);
+        match node {
+            Node::Load { binding, map } => {
+                let elements = self.binding(site, *binding, dtype, false)?;
+                self.bounds(site, *binding, map, dims, elements, (0, 0))?;
+            }
+            Node::Gather {
+                binding,
+                map,
+                index,
+                axis_len,
+                axis_stride,
+            } => {
+                let index_dtype = self.operand(n, *index)?;
+                if !matches!(index_dtype, DType::I32 | DType::I64 | DType::U8) {
+                    return Err(self.type_error(
+                        n,
+                        format!("gather index must be i32, i64 or u8, got {index_dtype}"),
+                    ));
+                }
+                if *axis_len == 0 {
+                    return Err(self.type_error(n, "gather axis length is 0".into()));
+                }
+                let elements = self.binding(site, *binding, dtype, false)?;
+                let reach = i128::from(*axis_stride).saturating_mul(i128::from(*axis_len - 1));
+                self.bounds(
+                    site,
+                    *binding,
+                    map,
+                    dims,
+                    elements,
+                    (reach.min(0), reach.max(0)),
+                )?;
+            }
+            Node::Const { bits } => {
+                let width = dtype.size_bytes() * 8;
+                let fits = match dtype {
+                    DType::Bool => *bits <= 1,
+                    _ => width >= 64 || *bits >> width == 0,
+                };
+                if !fits {
+                    return Err(
+                        self.type_error(n, format!("constant bits {bits:#x} do not fit {dtype}"))
+                    );
+                }
+            }
+            Node::Index { dim, scale, offset } => {
+                if !dtype.is_numeric() {
+                    return Err(self.type_error(n, format!("index does not produce {dtype}")));
+                }
+                let extent = match dim {
+                    None => 1,
+                    Some(d) => *dims.get(*d as usize).ok_or_else(|| {
+                        self.type_error(
+                            n,
+                            format!("index dim {d} out of range for rank {}", dims.len()),
+                        )
+                    })?,
+                };
+                if extent > 0 {
+                    let reach = i128::from(*scale).saturating_mul(i128::from(extent - 1));
+                    let ends = [i128::from(*offset), i128::from(*offset) + reach];
+                    if ends.iter().any(|&v| i64::try_from(v).is_err()) {
+                        return Err(self.type_error(
+                            n,
+                            format!(
+                                "index {offset} + {scale} * i overflows i64 over {extent} points"
+                            ),
+                        ));
+                    }
+                }
+            }
+            Node::Unary { op, x } => {
+                let x = self.operand(n, *x)?;
+                let ok = match op {
+                    UnaryOp::Neg | UnaryOp::Abs => x.is_numeric(),
+                    UnaryOp::Not => x == DType::Bool || x.is_integer(),
+                    _ => x.is_float(),
+                };
+                if !ok || x != dtype {
+                    return Err(self.type_error(n, format!("{op} of {x} cannot give {dtype}")));
+                }
+            }
+            Node::Binary { op, lhs, rhs } => {
+                let (l, r) = (self.operand(n, *lhs)?, self.operand(n, *rhs)?);
+                let ok = match op {
+                    BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+                        l == DType::Bool || l.is_integer()
+                    }
+                    BinaryOp::Shl | BinaryOp::ShrLogical | BinaryOp::ShrArithmetic => {
+                        l.is_integer()
+                    }
+                    _ => l.is_numeric(),
+                };
+                if !ok || l != r || l != dtype {
+                    return Err(
+                        self.type_error(n, format!("{op} of {l} and {r} cannot give {dtype}"))
+                    );
+                }
+            }
+            Node::Compare { op, lhs, rhs } => {
+                let (l, r) = (self.operand(n, *lhs)?, self.operand(n, *rhs)?);
+                if l != r || dtype != DType::Bool {
+                    return Err(
+                        self.type_error(n, format!("{op} of {l} and {r} cannot give {dtype}"))
+                    );
+                }
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                let c = self.operand(n, *cond)?;
+                let (t, f) = (self.operand(n, *on_true)?, self.operand(n, *on_false)?);
+                if c != DType::Bool || t != f || t != dtype {
+                    return Err(self
+                        .type_error(n, format!("select of {c} ? {t} : {f} cannot give {dtype}")));
+                }
+            }
+            Node::Convert { x } => {
+                self.operand(n, *x)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), KernelError> {
+        let k = self.kernel;
+        let rank = k.dims.len();
+        if rank > MAX_RANK {
+            return Err(KernelError::RankTooLarge {
+                kernel: self.name(),
+                rank,
+                max: MAX_RANK,
+            });
+        }
+        let parallel = k.parallel_rank as usize;
+        if parallel > rank {
+            return Err(KernelError::ParallelRank {
+                kernel: self.name(),
+                parallel_rank: k.parallel_rank,
+                rank,
+            });
+        }
+        if k.reduction.is_none() && parallel != rank {
+            return Err(KernelError::ReductionDimsWithoutOp {
+                kernel: self.name(),
+                count: rank - parallel,
+            });
+        }
+        for (i, b) in k.bindings.iter().enumerate() {
+            if b.elements.checked_mul(b.dtype.size_bytes()).is_none() {
+                return Err(KernelError::BindingTooLarge {
+                    kernel: self.name(),
+                    binding: i as u32,
+                    elements: b.elements,
+                    dtype: b.dtype,
+                });
+            }
+        }
+        for (i, node) in k.nodes.iter().enumerate() {
+            let n = NodeId::try_from(i).map_err(|_| KernelError::BadResult {
+                kernel: self.name(),
+                result: k.result,
+                count: k.nodes.len(),
+            })?;
+            self.node(n, &node.node, node.dtype)?;
+        }
+        let result = k
+            .nodes
+            .get(k.result as usize)
+            .ok_or(KernelError::BadResult {
+                kernel: self.name(),
+                result: k.result,
+                count: k.nodes.len(),
+            })?;
+        if let Some(op) = k.reduction {
+            let ok = match op {
+                ReduceOp::Sum | ReduceOp::Prod => result.dtype.is_numeric(),
+                ReduceOp::Max | ReduceOp::Min => true,
+            };
+            if !ok {
+                return Err(KernelError::ReductionType {
+                    kernel: self.name(),
+                    op,
+                    dtype: result.dtype,
+                });
+            }
+        }
+        let elements = self.binding(Site::Store, k.store.binding, result.dtype, true)?;
+        let parallel_dims = k.dims.get(..parallel).unwrap_or(&[]);
+        self.bounds(
+            Site::Store,
+            k.store.binding,
+            &k.store.map,
+            parallel_dims,
+            elements,
+            (0, 0),
+        )
+    }
+}
+
+impl LoopKernel {
+    /// Checks that the kernel is well formed and proves that it reads and writes only elements
+    /// inside its bindings over its whole iteration space (see the module doc of
+    /// `kernel::validate` for the full list). Emitters may rely on everything checked here;
+    /// the planner validates every kernel it produces. Never panics.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        Checker { kernel: self }.check()
+    }
+}

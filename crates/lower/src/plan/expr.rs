@@ -1,0 +1,363 @@
+//! Fusible expressions: how the planner represents a value that is not (yet) in memory, and how
+//! an expression becomes the body of one [`LoopKernel`].
+//!
+//! Every IR value is an [`ExprId`] into one arena. A value in memory is a single
+//! [`ExprKind::Load`] of a buffer through an affine map over the value's own dims (a *view*:
+//! params, constants and kernel results read row-major, or through folded movement ops). An
+//! elementwise op builds a new node over its operands' expressions, so a chain of them is one
+//! expression DAG whose leaves are loads, gathers, constants and iotas. Movement ops push their
+//! [`PointMap`] down into the leaves ([`Exprs::remap`]), so an expression is always expressed
+//! over the dims of the value it computes.
+//!
+//! Nodes only ever refer to nodes created before them, so ascending id order is a topological
+//! order: every walk here is iterative (no recursion depth proportional to program size).
+
+use std::collections::{HashMap, HashSet};
+
+use accy_artifact::Access;
+use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
+use smallvec::SmallVec;
+
+use super::views::PointMap;
+use crate::error::CompileError;
+use crate::kernel::{IndexMap, KernelBinding, KernelNode, Node, NodeId};
+
+/// Index of an expression node in [`Exprs`].
+pub(crate) type ExprId = u32;
+
+/// Index of a buffer in the planner's buffer table.
+pub(crate) type BufId = u32;
+
+/// One expression node: the value at a point of the expression's space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ExprKind {
+    /// Element `map(point)` of buffer `buf`.
+    Load {
+        buf: BufId,
+        map: IndexMap,
+    },
+    /// Element `map(point) + clamp(index) * axis_stride` of `buf`.
+    Gather {
+        buf: BufId,
+        map: IndexMap,
+        index: ExprId,
+        axis_len: u64,
+        axis_stride: i64,
+    },
+    /// A constant (the bits of [`Node::Const`]).
+    Const {
+        bits: u64,
+    },
+    /// `offset + scale * point[dim]`, converted to the dtype.
+    Index {
+        dim: Option<u32>,
+        scale: i64,
+        offset: i64,
+    },
+    Unary {
+        op: UnaryOp,
+        x: ExprId,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: ExprId,
+        rhs: ExprId,
+    },
+    Compare {
+        op: CompareOp,
+        lhs: ExprId,
+        rhs: ExprId,
+    },
+    Select {
+        cond: ExprId,
+        on_true: ExprId,
+        on_false: ExprId,
+    },
+    Convert {
+        x: ExprId,
+    },
+}
+
+impl ExprKind {
+    /// The nodes this one reads.
+    fn operands(&self) -> SmallVec<[ExprId; 3]> {
+        match self {
+            ExprKind::Load { .. } | ExprKind::Const { .. } | ExprKind::Index { .. } => {
+                SmallVec::new()
+            }
+            ExprKind::Gather { index, .. } => smallvec::smallvec![*index],
+            ExprKind::Unary { x, .. } | ExprKind::Convert { x } => smallvec::smallvec![*x],
+            ExprKind::Binary { lhs, rhs, .. } | ExprKind::Compare { lhs, rhs, .. } => {
+                smallvec::smallvec![*lhs, *rhs]
+            }
+            ExprKind::Select {
+                cond,
+                on_true,
+                on_false,
+            } => smallvec::smallvec![*cond, *on_true, *on_false],
+        }
+    }
+}
+
+/// An expression node and the dtype of its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) dtype: DType,
+}
+
+/// The arena of every expression node of one planning run.
+#[derive(Debug, Default)]
+pub(crate) struct Exprs {
+    nodes: Vec<Expr>,
+}
+
+/// What a kernel body built from an expression needs: its nodes, and the buffers it reads.
+#[derive(Debug)]
+pub(crate) struct Body {
+    /// The kernel nodes, in evaluation order.
+    pub(crate) nodes: Vec<KernelNode>,
+    /// The node whose value is the expression's.
+    pub(crate) result: NodeId,
+    /// The buffers read, by binding number.
+    pub(crate) reads: Vec<BufId>,
+}
+
+impl Exprs {
+    /// Adds `kind` with `dtype` and returns its id.
+    pub(crate) fn push(&mut self, kind: ExprKind, dtype: DType) -> Result<ExprId, CompileError> {
+        let id = ExprId::try_from(self.nodes.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 expression nodes"))?;
+        self.nodes.push(Expr { kind, dtype });
+        Ok(id)
+    }
+
+    /// The node `id`.
+    pub(crate) fn get(&self, id: ExprId) -> Result<&Expr, CompileError> {
+        self.nodes
+            .get(id as usize)
+            .ok_or_else(|| CompileError::internal(format!("expression {id} does not exist")))
+    }
+
+    /// Every node reachable from `root` (itself included), in ascending (topological) order.
+    fn reachable(&self, root: ExprId) -> Result<Vec<ExprId>, CompileError> {
+        let mut seen = vec![root];
+        let mut stack = vec![root];
+        let mut marked: HashSet<ExprId> = HashSet::from([root]);
+        while let Some(id) = stack.pop() {
+            for op in self.get(id)?.kind.operands() {
+                if op >= id {
+                    return Err(CompileError::internal(format!(
+                        "expression {id} reads the later expression {op}"
+                    )));
+                }
+                if marked.insert(op) {
+                    seen.push(op);
+                    stack.push(op);
+                }
+            }
+        }
+        seen.sort_unstable();
+        Ok(seen)
+    }
+
+    /// The number of distinct nodes `root` is computed from (itself included).
+    pub(crate) fn size(&self, root: ExprId) -> Result<usize, CompileError> {
+        Ok(self.reachable(root)?.len())
+    }
+
+    /// True when computing `root` again at every point it is used is no worse than reading it
+    /// from memory: it reads no memory and has at most a few nodes (constants, iotas and
+    /// small arithmetic on them).
+    pub(crate) fn is_cheap(&self, root: ExprId) -> Result<bool, CompileError> {
+        let nodes = self.reachable(root)?;
+        if nodes.len() > 4 {
+            return Ok(false);
+        }
+        for id in nodes {
+            if matches!(
+                self.get(id)?.kind,
+                ExprKind::Load { .. } | ExprKind::Gather { .. }
+            ) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// True when `root`'s value is the same at every point (no load, gather or iota in it).
+    pub(crate) fn is_uniform(&self, root: ExprId) -> Result<bool, CompileError> {
+        for id in self.reachable(root)? {
+            if matches!(
+                self.get(id)?.kind,
+                ExprKind::Load { .. } | ExprKind::Gather { .. } | ExprKind::Index { .. }
+            ) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `root` (an expression over the source space of `pm`) seen from the new space of `pm`:
+    /// the point map is pushed into every load, gather and iota. Shared subexpressions stay
+    /// shared.
+    pub(crate) fn remap(&mut self, root: ExprId, pm: &PointMap) -> Result<ExprId, CompileError> {
+        let mut memo: HashMap<ExprId, ExprId> = HashMap::new();
+        for id in self.reachable(root)? {
+            let e = self.get(id)?.clone();
+            let m = |x: ExprId| {
+                memo.get(&x).copied().ok_or_else(|| {
+                    CompileError::internal(format!("expression {x} was not remapped"))
+                })
+            };
+            let kind = match e.kind {
+                ExprKind::Load { buf, map } => ExprKind::Load {
+                    buf,
+                    map: pm.compose(&map)?,
+                },
+                ExprKind::Gather {
+                    buf,
+                    map,
+                    index,
+                    axis_len,
+                    axis_stride,
+                } => ExprKind::Gather {
+                    buf,
+                    map: pm.compose(&map)?,
+                    index: m(index)?,
+                    axis_len,
+                    axis_stride,
+                },
+                ExprKind::Const { bits } => ExprKind::Const { bits },
+                ExprKind::Index { dim, scale, offset } => {
+                    let (dim, scale, offset) = pm.compose_index(dim, scale, offset)?;
+                    ExprKind::Index { dim, scale, offset }
+                }
+                ExprKind::Unary { op, x } => ExprKind::Unary { op, x: m(x)? },
+                ExprKind::Binary { op, lhs, rhs } => ExprKind::Binary {
+                    op,
+                    lhs: m(lhs)?,
+                    rhs: m(rhs)?,
+                },
+                ExprKind::Compare { op, lhs, rhs } => ExprKind::Compare {
+                    op,
+                    lhs: m(lhs)?,
+                    rhs: m(rhs)?,
+                },
+                ExprKind::Select {
+                    cond,
+                    on_true,
+                    on_false,
+                } => ExprKind::Select {
+                    cond: m(cond)?,
+                    on_true: m(on_true)?,
+                    on_false: m(on_false)?,
+                },
+                ExprKind::Convert { x } => ExprKind::Convert { x: m(x)? },
+            };
+            let new = self.push(kind, e.dtype)?;
+            memo.insert(id, new);
+        }
+        memo.get(&root)
+            .copied()
+            .ok_or_else(|| CompileError::internal("remapped root missing"))
+    }
+
+    /// The kernel nodes computing `root`: one node per reachable expression node (so shared
+    /// subexpressions are computed once per point), and one read binding per distinct buffer,
+    /// numbered in order of first use.
+    pub(crate) fn body(&self, root: ExprId) -> Result<Body, CompileError> {
+        let mut ids: HashMap<ExprId, NodeId> = HashMap::new();
+        let mut reads: Vec<BufId> = Vec::new();
+        let mut nodes: Vec<KernelNode> = Vec::new();
+        for id in self.reachable(root)? {
+            let e = self.get(id)?;
+            let n = |x: ExprId| {
+                ids.get(&x).copied().ok_or_else(|| {
+                    CompileError::internal(format!("expression {x} has no kernel node"))
+                })
+            };
+            let mut binding = |buf: BufId| -> Result<u32, CompileError> {
+                let at = match reads.iter().position(|&b| b == buf) {
+                    Some(at) => at,
+                    None => {
+                        reads.push(buf);
+                        reads.len() - 1
+                    }
+                };
+                u32::try_from(at).map_err(|_| CompileError::unsupported("too many bindings"))
+            };
+            let node = match &e.kind {
+                ExprKind::Load { buf, map } => Node::Load {
+                    binding: binding(*buf)?,
+                    map: map.clone(),
+                },
+                ExprKind::Gather {
+                    buf,
+                    map,
+                    index,
+                    axis_len,
+                    axis_stride,
+                } => Node::Gather {
+                    binding: binding(*buf)?,
+                    map: map.clone(),
+                    index: n(*index)?,
+                    axis_len: *axis_len,
+                    axis_stride: *axis_stride,
+                },
+                ExprKind::Const { bits } => Node::Const { bits: *bits },
+                ExprKind::Index { dim, scale, offset } => Node::Index {
+                    dim: *dim,
+                    scale: *scale,
+                    offset: *offset,
+                },
+                ExprKind::Unary { op, x } => Node::Unary { op: *op, x: n(*x)? },
+                ExprKind::Binary { op, lhs, rhs } => Node::Binary {
+                    op: *op,
+                    lhs: n(*lhs)?,
+                    rhs: n(*rhs)?,
+                },
+                ExprKind::Compare { op, lhs, rhs } => Node::Compare {
+                    op: *op,
+                    lhs: n(*lhs)?,
+                    rhs: n(*rhs)?,
+                },
+                ExprKind::Select {
+                    cond,
+                    on_true,
+                    on_false,
+                } => Node::Select {
+                    cond: n(*cond)?,
+                    on_true: n(*on_true)?,
+                    on_false: n(*on_false)?,
+                },
+                ExprKind::Convert { x } => Node::Convert { x: n(*x)? },
+            };
+            let node_id = NodeId::try_from(nodes.len())
+                .map_err(|_| CompileError::unsupported("more than 2^32 kernel nodes"))?;
+            nodes.push(KernelNode {
+                node,
+                dtype: e.dtype,
+            });
+            ids.insert(id, node_id);
+        }
+        let result = ids
+            .get(&root)
+            .copied()
+            .ok_or_else(|| CompileError::internal("kernel root missing"))?;
+        Ok(Body {
+            nodes,
+            result,
+            reads,
+        })
+    }
+}
+
+/// A read binding of a buffer of `dtype` and `elements`.
+pub(crate) fn read_binding(dtype: DType, elements: u64) -> KernelBinding {
+    KernelBinding {
+        dtype,
+        elements,
+        access: Access::Read,
+    }
+}

@@ -1,0 +1,492 @@
+//! Planning: a verified [`Program`] becomes slots, commands and [`LoopKernel`]s
+//! ([`LoweredProgram`]), with elementwise chains and movement ops fused into the kernels that
+//! consume them.
+//!
+//! # How values are represented
+//!
+//! Each IR value is an expression over its own dims (see `expr`): either a *view* — one load of
+//! a buffer through an affine map — or a *fusible expression* of elementwise ops, iotas,
+//! constants and gathers over views. Nothing is computed when an elementwise op, iota, scalar
+//! constant, gather, broadcast, transpose, slice, reverse or size-1 reshape is planned: the op
+//! only builds or rewrites an expression (movement ops push their point map into the leaves,
+//! see `views`). Code is generated when a value has to be in memory:
+//! - `reduce` and `dot` are kernels with a reduction (their operands fused in; a dot's
+//!   operands are materialized first unless they are constants, so no expression is
+//!   recomputed `m·n·k` times); their result is a buffer;
+//! - `pad` (a fill or kernel storing the padding value, then a kernel storing the cropped
+//!   operand at strided positions) and `concat` (one kernel per operand storing at its offset
+//!   along the axis) produce buffers;
+//! - a reshape that is not a view (its operand is not a contiguous row-major view and the
+//!   reshape does more than insert or remove dims of 1) materializes its operand first, and
+//!   `gather` materializes the tensor it reads;
+//! - a fusible expression with more than one consumer (counting distinct consuming
+//!   instructions and outputs) is materialized once, unless it is cheap to recompute (reads no
+//!   memory and has at most four nodes); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//! - each output gets its value stored into its slot: a value materialized while planning is
+//!   stored straight into the first output slot that returns it; a later output of the same
+//!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
+//!   expression is one kernel.
+//!
+//! Values with no elements are constants (nothing can read them) and produce no commands; no
+//! kernel is generated for an empty iteration space.
+//!
+//! # Memory
+//!
+//! Every materialized value gets its own virtual buffer; buffers of inputs, weights, outputs
+//! and non-scalar constants live in their slots, and the others get scratch slots by liveness
+//! (see `buffers`). Inputs are never written.
+//!
+//! # Donation
+//!
+//! An output that donates an input (`Output::donates`) is planned exactly like any other
+//! output: its value is computed into the output slot and the input slot is only read. The
+//! results therefore equal the interpreter's, the caller's input is never changed (as the
+//! artifact requires), and donation is honoured as the placement hint it is: the runtime may
+//! hand the same memory for both only where the caller allows, which needs no support here.
+
+mod buffers;
+mod coalesce;
+mod expr;
+mod ops;
+mod views;
+
+use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
+use accy_ir::{DType, Dims, ParamKind, Program, ReduceOp, Type, ValueId};
+
+use crate::compile::Options;
+use crate::error::CompileError;
+use crate::kernel::{IndexMap, KernelBinding, LoopKernel, Store};
+use expr::{BufId, ExprId, ExprKind, Exprs};
+
+/// The most expression nodes a value may fuse before it is materialized: bounds the size of
+/// kernel bodies (and so emitters' register pressure) and the planner's work per movement op.
+pub const MAX_FUSED_NODES: usize = 64;
+
+/// What planning produces: everything of an [`accy_artifact::Artifact`] except the machine
+/// code, which a [`crate::Target`] emits from `kernels`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoweredProgram {
+    /// The slots: one per input, weight and output (typed), one per non-scalar constant, and
+    /// the scratch slots.
+    pub plan: ArtifactPlan,
+    /// The payloads of the constant slots.
+    pub constants: Vec<u8>,
+    /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
+    /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
+    pub commands: Vec<Command>,
+    /// The kernels, each valid ([`LoopKernel::validate`]) and named uniquely.
+    pub kernels: Vec<LoopKernel>,
+}
+
+/// Plans `program` with fusion on. The program must be verified (`accy_ir::verify`); an
+/// unverified one may be refused with [`CompileError::Internal`] but never panics.
+pub fn plan(program: &Program) -> Result<LoweredProgram, CompileError> {
+    plan_with(program, &Options::default())
+}
+
+/// [`plan`] with explicit [`Options`].
+pub fn plan_with(program: &Program, options: &Options) -> Result<LoweredProgram, CompileError> {
+    let mut planner = Planner::new(program, options)?;
+    for k in 0..program.instructions.len() {
+        planner.instruction(k)?;
+    }
+    planner.outputs()?;
+    planner.finish()
+}
+
+/// Where a buffer lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Home {
+    /// In this slot, from byte 0 (inputs, weights, outputs, constants).
+    Slot(SlotId),
+    /// In a scratch slot chosen by liveness.
+    Scratch,
+}
+
+/// One virtual buffer: a dense array of `elements` values of `dtype`.
+#[derive(Clone, Debug)]
+struct Buffer {
+    dtype: DType,
+    elements: u64,
+    home: Home,
+}
+
+impl Buffer {
+    fn bytes(&self) -> u64 {
+        self.elements.saturating_mul(self.dtype.size_bytes())
+    }
+}
+
+/// A command over virtual buffers (turned into slot regions once scratch is assigned).
+#[derive(Clone, Debug)]
+enum Pending {
+    Fill {
+        buf: BufId,
+        pattern: u32,
+        width: u8,
+    },
+    Copy {
+        src: BufId,
+        src_offset: u64,
+        dst: BufId,
+        len: u64,
+    },
+    Dispatch {
+        kernel: u32,
+        bindings: Vec<(BufId, Access)>,
+    },
+}
+
+struct Planner<'p> {
+    program: &'p Program,
+    fuse: bool,
+    exprs: Exprs,
+    bufs: Vec<Buffer>,
+    /// The expression of each value planned so far.
+    vals: Vec<Option<ExprId>>,
+    /// Distinct consumers (instructions and outputs) of each value.
+    uses: Vec<u32>,
+    /// The buffer of each output slot.
+    output_bufs: Vec<BufId>,
+    /// Whether each output slot already holds its value.
+    output_done: Vec<bool>,
+    plan: ArtifactPlan,
+    constants: Vec<u8>,
+    commands: Vec<Pending>,
+    kernels: Vec<LoopKernel>,
+}
+
+impl<'p> Planner<'p> {
+    fn new(program: &'p Program, options: &Options) -> Result<Planner<'p>, CompileError> {
+        let mut p = Planner {
+            program,
+            fuse: options.fuse,
+            exprs: Exprs::default(),
+            bufs: Vec::new(),
+            vals: vec![None; program.value_count()],
+            uses: vec![0; program.value_count()],
+            output_bufs: Vec::new(),
+            output_done: Vec::new(),
+            plan: ArtifactPlan::default(),
+            constants: Vec::new(),
+            commands: Vec::new(),
+            kernels: Vec::new(),
+        };
+        for inst in &program.instructions {
+            let mut operands = inst.op.operands();
+            operands.sort_unstable();
+            operands.dedup();
+            for v in operands {
+                *p.uses_mut(v)? += 1;
+            }
+        }
+        for out in &program.outputs {
+            *p.uses_mut(out.value)? += 1;
+        }
+        let mut input_number = 0u32;
+        for (i, param) in program.params.iter().enumerate() {
+            let role = match param.kind {
+                ParamKind::Input => {
+                    input_number += 1;
+                    SlotRole::Input(input_number - 1)
+                }
+                ParamKind::Weight => SlotRole::Weight(param.name.clone()),
+            };
+            let buf = p.fixed_buffer(role, &param.ty)?;
+            let e = p.view_of(buf, &param.ty)?;
+            p.set_val(ValueId(i as u32), e)?;
+        }
+        for (i, out) in program.outputs.iter().enumerate() {
+            let ty = p.ty(out.value)?.clone();
+            let number =
+                u32::try_from(i).map_err(|_| CompileError::unsupported("too many outputs"))?;
+            let buf = p.fixed_buffer(SlotRole::Output(number), &ty)?;
+            p.output_bufs.push(buf);
+            p.output_done.push(false);
+        }
+        Ok(p)
+    }
+
+    fn uses_mut(&mut self, v: ValueId) -> Result<&mut u32, CompileError> {
+        self.uses
+            .get_mut(v.index())
+            .ok_or_else(|| CompileError::internal(format!("value {v} does not exist")))
+    }
+
+    fn ty(&self, v: ValueId) -> Result<&'p Type, CompileError> {
+        self.program
+            .value_type(v)
+            .ok_or_else(|| CompileError::internal(format!("value {v} does not exist")))
+    }
+
+    fn val(&self, v: ValueId) -> Result<ExprId, CompileError> {
+        self.vals
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| CompileError::internal(format!("value {v} used before it is planned")))
+    }
+
+    fn set_val(&mut self, v: ValueId, e: ExprId) -> Result<(), CompileError> {
+        let slot = self
+            .vals
+            .get_mut(v.index())
+            .ok_or_else(|| CompileError::internal(format!("value {v} does not exist")))?;
+        *slot = Some(e);
+        Ok(())
+    }
+
+    /// A new buffer in a new slot of `role` holding a `ty` tensor.
+    fn fixed_buffer(&mut self, role: SlotRole, ty: &Type) -> Result<BufId, CompileError> {
+        let slot = Slot::typed(role, ty.clone(), ty.dtype.alignment())
+            .ok_or_else(|| CompileError::unsupported(format!("{ty} is too large")))?;
+        let id = self
+            .plan
+            .add(slot)
+            .ok_or_else(|| CompileError::unsupported("too many slots"))?;
+        self.add_buffer(Buffer {
+            dtype: ty.dtype,
+            elements: elements(ty)?,
+            home: Home::Slot(id),
+        })
+    }
+
+    fn add_buffer(&mut self, buffer: Buffer) -> Result<BufId, CompileError> {
+        let id = BufId::try_from(self.bufs.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 buffers"))?;
+        self.bufs.push(buffer);
+        Ok(id)
+    }
+
+    fn buffer(&self, buf: BufId) -> Result<&Buffer, CompileError> {
+        self.bufs
+            .get(buf as usize)
+            .ok_or_else(|| CompileError::internal(format!("buffer {buf} does not exist")))
+    }
+
+    /// The expression reading `buf` as a dense row-major tensor of `ty`; a constant when the
+    /// tensor has no elements (nothing can read it).
+    fn view_of(&mut self, buf: BufId, ty: &Type) -> Result<ExprId, CompileError> {
+        if elements(ty)? == 0 {
+            return self.exprs.push(ExprKind::Const { bits: 0 }, ty.dtype);
+        }
+        let map = views::row_major(&ty.dims, 0)?;
+        self.exprs.push(ExprKind::Load { buf, map }, ty.dtype)
+    }
+
+    /// The buffer value `v` is materialized into: the first output slot returning `v` that
+    /// does not hold its value yet, or a new scratch buffer.
+    fn destination(&mut self, v: ValueId) -> Result<BufId, CompileError> {
+        let program = self.program;
+        for (i, out) in program.outputs.iter().enumerate() {
+            if out.value == v && !self.output_done.get(i).copied().unwrap_or(true) {
+                self.output_done[i] = true;
+                return self
+                    .output_bufs
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| CompileError::internal("output buffer missing"));
+            }
+        }
+        let ty = self.ty(v)?;
+        self.add_buffer(Buffer {
+            dtype: ty.dtype,
+            elements: elements(ty)?,
+            home: Home::Scratch,
+        })
+    }
+
+    /// Plans instruction `k`.
+    fn instruction(&mut self, k: usize) -> Result<(), CompileError> {
+        let program = self.program;
+        let inst = program
+            .instructions
+            .get(k)
+            .ok_or_else(|| CompileError::internal(format!("instruction {k} does not exist")))?;
+        let v = program.instruction_value(k);
+        let e = if elements(&inst.ty)? == 0 {
+            self.exprs
+                .push(ExprKind::Const { bits: 0 }, inst.ty.dtype)?
+        } else {
+            self.lower(v, &inst.op, &inst.ty)?
+        };
+        self.set_val(v, e)?;
+        let is_view = matches!(self.exprs.get(e)?.kind, ExprKind::Load { .. });
+        let uses = self.uses.get(v.index()).copied().unwrap_or(0);
+        let shared = uses > 1 && !self.exprs.is_cheap(e)?;
+        let unfused = !self.fuse && !self.exprs.is_uniform(e)?;
+        let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
+        if !is_view && uses > 0 && (shared || unfused || large) {
+            self.materialize(v)?;
+        }
+        Ok(())
+    }
+
+    /// Computes value `v` into a buffer (unless it has no elements) and makes it a view of
+    /// that buffer; returns the view.
+    fn materialize(&mut self, v: ValueId) -> Result<ExprId, CompileError> {
+        let ty = self.ty(v)?;
+        let e = self.val(v)?;
+        if elements(ty)? == 0 {
+            return Ok(e);
+        }
+        let dst = self.destination(v)?;
+        self.store_all(&ty.dims, e, dst)?;
+        let view = self.view_of(dst, ty)?;
+        self.set_val(v, view)?;
+        Ok(view)
+    }
+
+    /// Value `v` as a view of a buffer, materializing it if it is an expression; a constant
+    /// expression (reading no memory, same value everywhere) is returned as it is.
+    fn buffered(&mut self, v: ValueId) -> Result<ExprId, CompileError> {
+        let e = self.val(v)?;
+        match self.exprs.get(e)?.kind {
+            ExprKind::Load { .. } | ExprKind::Const { .. } => Ok(e),
+            _ => self.materialize(v),
+        }
+    }
+
+    /// Stores `root` (an expression over `dims`, the dims of all of `dst`) at every point,
+    /// row-major, into `dst`: a fill when `root` is a constant whose bytes a fill can repeat,
+    /// otherwise a kernel.
+    fn store_all(&mut self, dims: &[u64], root: ExprId, dst: BufId) -> Result<(), CompileError> {
+        let expr = self.exprs.get(root)?;
+        if let ExprKind::Const { bits } = expr.kind {
+            if let Some((pattern, width)) = ops::fill_pattern(expr.dtype, bits) {
+                self.commands.push(Pending::Fill {
+                    buf: dst,
+                    pattern,
+                    width,
+                });
+                return Ok(());
+            }
+        }
+        let map = views::row_major(dims, 0)?;
+        self.kernel(dims, dims.len(), root, None, dst, map)
+    }
+
+    /// Emits a kernel over `dims` (`parallel` leading parallel dims) computing `root`, combined
+    /// with `reduction` over the other dims, stored at `store_map(point)` of `dst`. Emits
+    /// nothing when no point would be stored.
+    fn kernel(
+        &mut self,
+        dims: &[u64],
+        parallel: usize,
+        root: ExprId,
+        reduction: Option<ReduceOp>,
+        dst: BufId,
+        store_map: IndexMap,
+    ) -> Result<(), CompileError> {
+        let stored = match reduction {
+            None => dims,
+            Some(_) => dims.get(..parallel).unwrap_or(dims),
+        };
+        if stored.contains(&0) {
+            return Ok(());
+        }
+        let body = self.exprs.body(root)?;
+        if body.reads.contains(&dst) {
+            return Err(CompileError::internal(format!(
+                "a kernel reads the buffer {dst} it writes"
+            )));
+        }
+        if body.reads.len() + 1 > accy_artifact::abi::MAX_BINDINGS {
+            return Err(CompileError::unsupported(format!(
+                "a fused kernel reads {} buffers; at most {} bindings are allowed",
+                body.reads.len(),
+                accy_artifact::abi::MAX_BINDINGS - 1
+            )));
+        }
+        let mut bindings = Vec::with_capacity(body.reads.len() + 1);
+        let mut uses = Vec::with_capacity(body.reads.len() + 1);
+        for &buf in &body.reads {
+            let b = self.buffer(buf)?;
+            bindings.push(expr::read_binding(b.dtype, b.elements));
+            uses.push((buf, Access::Read));
+        }
+        let out = self.buffer(dst)?;
+        bindings.push(KernelBinding {
+            dtype: out.dtype,
+            elements: out.elements,
+            access: Access::Write,
+        });
+        uses.push((dst, Access::Write));
+        let number = u32::try_from(self.kernels.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        let mut kernel = LoopKernel {
+            name: format!("k{number}"),
+            dims: Dims::from_slice(dims),
+            parallel_rank: u32::try_from(parallel)
+                .map_err(|_| CompileError::internal("parallel rank overflows"))?,
+            store: Store {
+                binding: u32::try_from(body.reads.len())
+                    .map_err(|_| CompileError::internal("binding count overflows"))?,
+                map: store_map,
+            },
+            bindings,
+            nodes: body.nodes,
+            result: body.result,
+            reduction,
+        };
+        coalesce::coalesce(&mut kernel);
+        kernel.validate()?;
+        self.kernels.push(kernel);
+        self.commands.push(Pending::Dispatch {
+            kernel: number,
+            bindings: uses,
+        });
+        Ok(())
+    }
+
+    /// Stores every output's value into its slot, unless planning already did.
+    fn outputs(&mut self) -> Result<(), CompileError> {
+        let program = self.program;
+        for (i, out) in program.outputs.iter().enumerate() {
+            if self.output_done.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            self.output_done[i] = true;
+            let dst = self
+                .output_bufs
+                .get(i)
+                .copied()
+                .ok_or_else(|| CompileError::internal("output buffer missing"))?;
+            let ty = self.ty(out.value)?;
+            if elements(ty)? == 0 {
+                continue;
+            }
+            let e = self.val(out.value)?;
+            let expr = self.exprs.get(e)?.clone();
+            if let ExprKind::Load { buf, map } = &expr.kind {
+                if *map == views::row_major(&ty.dims, map.offset)? {
+                    let offset = u64::try_from(map.offset)
+                        .map_err(|_| CompileError::internal("negative view offset"))?;
+                    let size = ty.dtype.size_bytes();
+                    self.commands.push(Pending::Copy {
+                        src: *buf,
+                        src_offset: offset.saturating_mul(size),
+                        dst,
+                        len: elements(ty)?.saturating_mul(size),
+                    });
+                    continue;
+                }
+            }
+            self.store_all(&ty.dims, e, dst)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<LoweredProgram, CompileError> {
+        buffers::assign(self)
+    }
+}
+
+/// The element count of `ty`.
+fn elements(ty: &Type) -> Result<u64, CompileError> {
+    ty.element_count()
+        .ok_or_else(|| CompileError::unsupported(format!("{ty} has too many elements")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,220 @@
+//! Test support shared by this crate's tests, the emitters' tests and the session's: a
+//! reference executor for a [`LoweredProgram`] and a result comparison with the NaN rule.
+//!
+//! [`run_lowered`] runs the commands exactly as a runtime would (fill, copy, dispatch in
+//! order) over plain byte vectors, with [`run_kernel`] standing in for machine code. Comparing
+//! it with `accy_ir::interp::eval` checks fusion and buffer planning; comparing an emitter's
+//! results with it checks the emitter alone.
+
+use accy_artifact::{
+    Arch, Artifact, ArtifactError, Command, FeatureSet, KernelEntry, PlanSummary, Region, SlotRole,
+    TargetSpec,
+};
+use accy_ir::{Program, Tensor, TensorData};
+
+use crate::kernel::run_kernel;
+use crate::plan::LoweredProgram;
+
+fn bytes<'a>(slots: &'a [Vec<u8>], r: &Region) -> Result<&'a [u8], String> {
+    let end = r.end().ok_or("region end overflows")?;
+    slots
+        .get(r.slot.index())
+        .and_then(|s| s.get(r.offset as usize..end as usize))
+        .ok_or_else(|| format!("region {r} is outside its slot"))
+}
+
+fn bytes_mut<'a>(slots: &'a mut [Vec<u8>], r: &Region) -> Result<&'a mut [u8], String> {
+    let end = r.end().ok_or("region end overflows")?;
+    slots
+        .get_mut(r.slot.index())
+        .and_then(|s| s.get_mut(r.offset as usize..end as usize))
+        .ok_or_else(|| format!("region {r} is outside its slot"))
+}
+
+/// Runs `lowered` (planned from `program`) on `args` (one per parameter, inputs and weights in
+/// parameter order) and returns one tensor per output.
+///
+/// Every slot starts zeroed except inputs, weights (the arguments' bytes) and constants (their
+/// payload). A dispatch copies each binding's bytes out, runs the kernel and copies written
+/// bindings back; since that would hide a kernel reading bytes it also writes through another
+/// binding, overlapping bindings where one writes are refused. Errors are messages for a test
+/// failure.
+pub fn run_lowered(
+    lowered: &LoweredProgram,
+    program: &Program,
+    args: &[Tensor],
+) -> Result<Vec<Tensor>, String> {
+    if args.len() != program.params.len() {
+        return Err(format!(
+            "{} arguments for {} parameters",
+            args.len(),
+            program.params.len()
+        ));
+    }
+    let inputs: Vec<&Tensor> = program
+        .params
+        .iter()
+        .zip(args)
+        .filter(|(p, _)| p.kind == accy_ir::ParamKind::Input)
+        .map(|(_, a)| a)
+        .collect();
+    let mut slots: Vec<Vec<u8>> = Vec::with_capacity(lowered.plan.slots.len());
+    for slot in &lowered.plan.slots {
+        let size = usize::try_from(slot.byte_size).map_err(|e| e.to_string())?;
+        let data = match &slot.role {
+            SlotRole::Input(n) => inputs
+                .get(*n as usize)
+                .map(|t| t.data().to_le_bytes())
+                .ok_or_else(|| format!("no argument for input {n}"))?,
+            SlotRole::Weight(name) => program
+                .params
+                .iter()
+                .zip(args)
+                .find(|(p, _)| p.kind == accy_ir::ParamKind::Weight && &p.name == name)
+                .map(|(_, a)| a.data().to_le_bytes())
+                .ok_or_else(|| format!("no argument for weight {name:?}"))?,
+            SlotRole::Constant { offset } => lowered
+                .constants
+                .get(*offset as usize..*offset as usize + size)
+                .map(<[u8]>::to_vec)
+                .ok_or("constant payload out of range")?,
+            SlotRole::Output(_) | SlotRole::Scratch => vec![0; size],
+        };
+        if data.len() != size {
+            return Err(format!(
+                "slot {} needs {size} bytes, has {}",
+                slot.role,
+                data.len()
+            ));
+        }
+        slots.push(data);
+    }
+
+    for (c, command) in lowered.commands.iter().enumerate() {
+        match command {
+            Command::Fill {
+                dst,
+                pattern,
+                width,
+            } => {
+                let w = usize::from(*width);
+                let pattern = pattern.to_le_bytes();
+                let dst = bytes_mut(&mut slots, dst)?;
+                for (i, b) in dst.iter_mut().enumerate() {
+                    *b = pattern[i % w];
+                }
+            }
+            Command::Copy { src, dst } => {
+                let data = bytes(&slots, src)?.to_vec();
+                bytes_mut(&mut slots, dst)?.copy_from_slice(&data);
+            }
+            Command::Dispatch {
+                kernel, bindings, ..
+            } => {
+                let k = lowered
+                    .kernels
+                    .get(*kernel as usize)
+                    .ok_or_else(|| format!("command {c}: no kernel {kernel}"))?;
+                for (i, a) in bindings.iter().enumerate() {
+                    for b in &bindings[i + 1..] {
+                        if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes())
+                        {
+                            return Err(format!("command {c}: bindings overlap: {a} and {b}"));
+                        }
+                    }
+                }
+                let mut buffers: Vec<Vec<u8>> = bindings
+                    .iter()
+                    .map(|b| bytes(&slots, &b.region).map(<[u8]>::to_vec))
+                    .collect::<Result<_, String>>()?;
+                let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
+                run_kernel(k, &mut views).map_err(|e| format!("command {c}: {e}"))?;
+                for (b, data) in bindings.iter().zip(&buffers) {
+                    if b.access.writes() {
+                        bytes_mut(&mut slots, &b.region)?.copy_from_slice(data);
+                    }
+                }
+            }
+        }
+    }
+
+    let outputs = lowered.plan.output_slots();
+    program
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            let ty = program
+                .value_type(out.value)
+                .ok_or("output value missing")?;
+            let slot = outputs.get(i).ok_or("output slot missing")?;
+            let data = slots.get(slot.index()).ok_or("output slot missing")?;
+            let data = TensorData::from_le_bytes(ty.dtype, data)
+                .ok_or_else(|| format!("output {i} holds invalid {} bytes", ty.dtype))?;
+            Tensor::new(&ty.dims, data).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Checks that `actual` equals `expected` bit for bit, except that any NaN equals any NaN (the
+/// IR leaves NaN payloads unspecified). Returns a message naming the first difference.
+pub fn same_results(expected: &[Tensor], actual: &[Tensor]) -> Result<(), String> {
+    if expected.len() != actual.len() {
+        return Err(format!(
+            "{} outputs expected, {} produced",
+            expected.len(),
+            actual.len()
+        ));
+    }
+    for (i, (e, a)) in expected.iter().zip(actual).enumerate() {
+        if e.ty() != a.ty() {
+            return Err(format!("output {i}: expected {}, got {}", e.ty(), a.ty()));
+        }
+        let equal = match (e.data(), a.data()) {
+            (TensorData::F32(x), TensorData::F32(y)) => x
+                .iter()
+                .zip(y)
+                .position(|(p, q)| p.to_bits() != q.to_bits() && !(p.is_nan() && q.is_nan())),
+            (TensorData::F64(x), TensorData::F64(y)) => x
+                .iter()
+                .zip(y)
+                .position(|(p, q)| p.to_bits() != q.to_bits() && !(p.is_nan() && q.is_nan())),
+            (x, y) => (x != y).then_some(0),
+        };
+        if let Some(at) = equal {
+            return Err(format!(
+                "output {i} differs at element {at}: expected {:?}, got {:?}",
+                e.data(),
+                a.data()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Validates `lowered` as an artifact whose kernels are one-byte placeholders (x86-64, no
+/// features): checks the plan and commands without a backend.
+pub fn validate_plan(lowered: &LoweredProgram) -> Result<PlanSummary, ArtifactError> {
+    let mut artifact = Artifact::new(TargetSpec::new(Arch::X86_64, FeatureSet::default()));
+    let align = Arch::X86_64.code_alignment();
+    for (i, k) in lowered.kernels.iter().enumerate() {
+        let offset = artifact.code.len() as u32;
+        artifact.code.push(0xc3);
+        artifact
+            .code
+            .resize(artifact.code.len().next_multiple_of(align as usize), 0xcc);
+        artifact.kernels.push(KernelEntry {
+            name: if k.name.is_empty() {
+                format!("kernel{i}")
+            } else {
+                k.name.clone()
+            },
+            offset,
+            len: 1,
+        });
+    }
+    artifact.constants = lowered.constants.clone();
+    artifact.plan = lowered.plan.clone();
+    artifact.launch.commands = lowered.commands.clone();
+    artifact.validate()
+}

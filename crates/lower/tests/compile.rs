@@ -1,0 +1,110 @@
+//! `compile` end to end with a stand-in backend: the artifact it assembles validates, and
+//! each failure surfaces as the right `CompileError`.
+
+use accy_artifact::{Arch, FeatureSet, KernelEntry, TargetSpec};
+use accy_ir::text;
+use accy_lower::kernel::LoopKernel;
+use accy_lower::{compile, CompileError, EmitError, EmittedCode, Options, Target};
+
+/// A backend whose "code" for each kernel is one `ret`, padded to the code alignment.
+#[derive(Debug)]
+struct Stub {
+    fail: bool,
+    drop_one: bool,
+}
+
+impl Target for Stub {
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+
+    fn spec(&self) -> TargetSpec {
+        TargetSpec::new(Arch::X86_64, FeatureSet::default())
+    }
+
+    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError> {
+        if self.fail {
+            return Err(EmitError::Assembler {
+                kernel: kernels.first().map_or(String::new(), |k| k.name.clone()),
+                message: "refused".into(),
+            });
+        }
+        let mut code = EmittedCode {
+            code: Vec::new(),
+            entries: Vec::new(),
+        };
+        for k in kernels.iter().skip(usize::from(self.drop_one)) {
+            let offset = code.code.len() as u32;
+            code.code.push(0xc3);
+            code.code.resize(code.code.len().next_multiple_of(16), 0xcc);
+            code.entries.push(KernelEntry {
+                name: k.name.clone(),
+                offset,
+                len: 1,
+            });
+        }
+        Ok(code)
+    }
+}
+
+const SOFTMAX: &str = "program {
+  %x = input \"x\" : f32[3,5]
+  %m = reduce max %x, axes=[1] : f32[3]
+  %mb = broadcast %m, dims=[3,5], axes=[0] : f32[3,5]
+  %d = sub %x, %mb : f32[3,5]
+  %e = exp %d : f32[3,5]
+  %s = reduce sum %e, axes=[1] : f32[3]
+  %sb = broadcast %s, dims=[3,5], axes=[0] : f32[3,5]
+  %y = div %e, %sb : f32[3,5]
+  output %y
+}";
+
+fn stub() -> Stub {
+    Stub {
+        fail: false,
+        drop_one: false,
+    }
+}
+
+#[test]
+fn compiles_to_a_valid_artifact() {
+    let program = text::parse(SOFTMAX).unwrap();
+    let artifact = compile(&program, &stub(), &Options::default()).unwrap();
+    let summary = artifact.validate().unwrap();
+    assert_eq!(summary.inputs.len(), 1);
+    assert_eq!(summary.outputs.len(), 1);
+    // max, exp (shared by the sum and the division), sum, division.
+    assert_eq!(artifact.kernels.len(), 4);
+    assert_eq!(artifact.launch.commands.len(), 4);
+}
+
+#[test]
+fn invalid_programs_are_refused_before_planning() {
+    let mut program = text::parse(SOFTMAX).unwrap();
+    program.instructions[0].ty.dims[0] = 4;
+    assert!(matches!(
+        compile(&program, &stub(), &Options::default()),
+        Err(CompileError::Invalid(_))
+    ));
+}
+
+#[test]
+fn backend_failures_are_reported() {
+    let program = text::parse(SOFTMAX).unwrap();
+    let failing = Stub {
+        fail: true,
+        drop_one: false,
+    };
+    assert!(matches!(
+        compile(&program, &failing, &Options::default()),
+        Err(CompileError::Emit(EmitError::Assembler { .. }))
+    ));
+    let short = Stub {
+        fail: false,
+        drop_one: true,
+    };
+    assert!(matches!(
+        compile(&program, &short, &Options::default()),
+        Err(CompileError::Internal { .. })
+    ));
+}
