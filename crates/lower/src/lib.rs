@@ -15,6 +15,7 @@ pub mod kernel;
 mod plan;
 pub mod target;
 pub mod testing;
+pub mod x64;
 
 pub use compile::{compile, Options};
 pub use error::CompileError;

@@ -1,0 +1,524 @@
+//! One kernel's code: prologue and epilogue, the workgroup split, the loop nest with its
+//! running index-map offsets, stores and reductions. Per-node code is in `scalar.rs`,
+//! `convert.rs` and the vector files.
+//!
+//! Shape of the emitted function (`extern "C" fn(state, workgroup) -> u32`):
+//!
+//! ```text
+//! push rbx, r12, r13 ; sub rsp, frame           rsp is 16-byte aligned from here on
+//! abi_version != ABI_VERSION or workgroup >= workgroup_count  -> return KERNEL_ABI_MISMATCH
+//! rbx = state, r12 = state.bindings, r13 = state.imports
+//! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
+//!   otherwise workgroup 0 does everything and the others return at once
+//! map offsets = offset + stride[0] * lo0 ; constants into their slots (once)
+//! for each dim, outermost first (pre-tested, so an empty dim runs nothing):
+//!     body ; counter += 1 ; every map offset += its stride for that dim
+//!   after the loop, offsets -= stride * trip (dims > 0) so the next outer iteration resumes
+//! at the parallel point: evaluate nodes and store, or init accumulator, loop over the
+//!   reduction dims combining, then store
+//! return KERNEL_OK
+//! ```
+//!
+//! Offsets are kept with wrapping 64-bit arithmetic: every value used for an access is an exact
+//! in-range offset (validation proved it), and intermediate values agree with it modulo 2^64.
+
+use accy_artifact::abi::{DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, MAX_BINDINGS};
+use accy_ir::{DType, ReduceOp};
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
+
+use super::asm::{add_slot, gpr, mov_imm, mul_imm, x64, Asm};
+use super::layout::Layout;
+use super::vector::{self, VectorPlan};
+use super::X64Tier;
+use crate::kernel::{IndexMap, LoopKernel, Node, NodeId};
+use crate::target::EmitError;
+
+/// Everything the per-node emitters need while one kernel is emitted.
+pub(crate) struct Emitter<'a> {
+    pub ops: &'a mut Asm,
+    pub k: &'a LoopKernel,
+    pub lay: &'a Layout,
+    pub tier: X64Tier,
+    /// Nodes the result depends on; the others are never evaluated.
+    pub live: Vec<bool>,
+    /// The vector plan, when the innermost parallel dim is vectorized.
+    pub vplan: Option<VectorPlan>,
+    /// While emitting an AVX-512 masked tail: vector loads and stores use mask `k1`.
+    pub masked: bool,
+}
+
+/// A map whose running offset the loops maintain.
+struct MapRef<'a> {
+    slot: i32,
+    map: &'a IndexMap,
+    /// Store maps have strides only for the parallel dims.
+    parallel_only: bool,
+}
+
+/// Emits `k` for `tier` at the assembler's current position.
+pub(crate) fn emit_kernel(
+    ops: &mut Asm,
+    k: &LoopKernel,
+    tier: X64Tier,
+    reassociate: bool,
+) -> Result<(), EmitError> {
+    check_shape(k, tier.name())?;
+    let live = live_nodes(k);
+    let vplan = if tier.has_avx2() {
+        vector::plan(k, &live, reassociate)
+    } else {
+        None
+    };
+    let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), tier.name())?;
+    let mut e = Emitter {
+        ops,
+        k,
+        lay: &layout,
+        tier,
+        live,
+        vplan,
+        masked: false,
+    };
+    e.emit_function()
+}
+
+/// The structural facts emission relies on. Validation proves them; checking again keeps
+/// emission panic-free on any input.
+fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), EmitError> {
+    let bad = |what: String| EmitError::Unsupported {
+        kernel: k.name.clone(),
+        what,
+        target,
+    };
+    let rank = k.dims.len();
+    let p = k.parallel_rank as usize;
+    if p > rank || (k.reduction.is_none() && p != rank) {
+        return Err(bad(format!("parallel rank {p} of {rank} dims")));
+    }
+    if k.bindings.len() > MAX_BINDINGS {
+        return Err(bad(format!("{} bindings", k.bindings.len())));
+    }
+    if k.store.map.strides.len() != p || k.store.binding as usize >= k.bindings.len() {
+        return Err(bad("a malformed store".into()));
+    }
+    if k.result as usize >= k.nodes.len() {
+        return Err(bad("a result that is not a node".into()));
+    }
+    for (i, n) in k.nodes.iter().enumerate() {
+        let ok_operand = |id: NodeId| (id as usize) < i;
+        let ok = match &n.node {
+            Node::Load { binding, map } => {
+                (*binding as usize) < k.bindings.len() && map.strides.len() == rank
+            }
+            Node::Gather {
+                binding,
+                map,
+                index,
+                ..
+            } => {
+                (*binding as usize) < k.bindings.len()
+                    && map.strides.len() == rank
+                    && ok_operand(*index)
+            }
+            Node::Const { .. } => true,
+            Node::Index { dim, .. } => dim.is_none_or(|d| (d as usize) < rank),
+            Node::Unary { x, .. } | Node::Convert { x } => ok_operand(*x),
+            Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
+                ok_operand(*lhs) && ok_operand(*rhs)
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => ok_operand(*cond) && ok_operand(*on_true) && ok_operand(*on_false),
+        };
+        if !ok {
+            return Err(bad(format!("malformed node {i}")));
+        }
+    }
+    Ok(())
+}
+
+/// Which nodes the result depends on.
+pub(crate) fn live_nodes(k: &LoopKernel) -> Vec<bool> {
+    let mut live = vec![false; k.nodes.len()];
+    if let Some(r) = live.get_mut(k.result as usize) {
+        *r = true;
+    }
+    for i in (0..k.nodes.len()).rev() {
+        if !live[i] {
+            continue;
+        }
+        for op in operands(&k.nodes[i].node) {
+            if let Some(l) = live.get_mut(op as usize) {
+                *l = true;
+            }
+        }
+    }
+    live
+}
+
+/// The operands of a node.
+pub(crate) fn operands(n: &Node) -> smallvec::SmallVec<[NodeId; 3]> {
+    match n {
+        Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => smallvec::SmallVec::new(),
+        Node::Gather { index, .. } => smallvec::smallvec![*index],
+        Node::Unary { x, .. } | Node::Convert { x } => smallvec::smallvec![*x],
+        Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
+            smallvec::smallvec![*lhs, *rhs]
+        }
+        Node::Select {
+            cond,
+            on_true,
+            on_false,
+        } => smallvec::smallvec![*cond, *on_true, *on_false],
+    }
+}
+
+/// The accumulator's starting bits for `op` over `dtype` (see [`ReduceOp`]).
+pub(crate) fn identity_bits(op: ReduceOp, dtype: DType) -> Option<u64> {
+    Some(match (op, dtype) {
+        (ReduceOp::Sum, DType::Bool) | (ReduceOp::Prod, DType::Bool) => return None,
+        (ReduceOp::Sum, _) => 0,
+        (ReduceOp::Prod, DType::F32) => u64::from(1f32.to_bits()),
+        (ReduceOp::Prod, DType::F64) => 1f64.to_bits(),
+        (ReduceOp::Prod, _) => 1,
+        (ReduceOp::Max, DType::F32) => u64::from(f32::NEG_INFINITY.to_bits()),
+        (ReduceOp::Max, DType::F64) => f64::NEG_INFINITY.to_bits(),
+        (ReduceOp::Max, DType::I32) => u64::from(i32::MIN as u32),
+        (ReduceOp::Max, DType::I64) => i64::MIN as u64,
+        (ReduceOp::Max, DType::U8) | (ReduceOp::Max, DType::Bool) => 0,
+        (ReduceOp::Min, DType::F32) => u64::from(f32::INFINITY.to_bits()),
+        (ReduceOp::Min, DType::F64) => f64::INFINITY.to_bits(),
+        (ReduceOp::Min, DType::I32) => u64::from(i32::MAX as u32),
+        (ReduceOp::Min, DType::I64) => i64::MAX as u64,
+        (ReduceOp::Min, DType::U8) => 255,
+        (ReduceOp::Min, DType::Bool) => 1,
+        _ => return None,
+    })
+}
+
+impl Emitter<'_> {
+    /// An [`EmitError::Unsupported`] for this kernel.
+    pub(crate) fn unsupported(&self, what: impl Into<String>) -> EmitError {
+        EmitError::Unsupported {
+            kernel: self.k.name.clone(),
+            what: what.into(),
+            target: self.tier.name(),
+        }
+    }
+
+    /// The dtype of node `id`.
+    pub(crate) fn dtype(&self, id: NodeId) -> Result<DType, EmitError> {
+        self.k
+            .nodes
+            .get(id as usize)
+            .map(|n| n.dtype)
+            .ok_or_else(|| self.unsupported(format!("operand {id} that is not a node")))
+    }
+
+    /// The scalar slot of node `id`.
+    pub(crate) fn slot(&self, id: NodeId) -> Result<i32, EmitError> {
+        self.lay
+            .node
+            .get(id as usize)
+            .copied()
+            .ok_or_else(|| self.unsupported(format!("operand {id} that is not a node")))
+    }
+
+    /// Every map the loops maintain: the live loads' and gathers', then the store's.
+    fn maps(&self) -> Vec<MapRef<'_>> {
+        let mut maps = Vec::new();
+        for (i, n) in self.k.nodes.iter().enumerate() {
+            if !self.live[i] {
+                continue;
+            }
+            if let (Node::Load { map, .. } | Node::Gather { map, .. }, Some(slot)) =
+                (&n.node, self.lay.map[i])
+            {
+                maps.push(MapRef {
+                    slot,
+                    map,
+                    parallel_only: false,
+                });
+            }
+        }
+        maps.push(MapRef {
+            slot: self.lay.store_map,
+            map: &self.k.store.map,
+            parallel_only: true,
+        });
+        maps
+    }
+
+    /// The stride of `m` along dim `d`.
+    fn stride(&self, m: &MapRef<'_>, d: usize) -> i64 {
+        if m.parallel_only && d >= self.k.parallel_rank as usize {
+            0
+        } else {
+            m.map.strides.get(d).copied().unwrap_or(0)
+        }
+    }
+
+    fn emit_function(&mut self) -> Result<(), EmitError> {
+        let size = self.lay.size;
+        let (mismatch, done, exit) = (
+            self.ops.new_dynamic_label(),
+            self.ops.new_dynamic_label(),
+            self.ops.new_dynamic_label(),
+        );
+        x64!(self.ops
+            ; push rbx ; push r12 ; push r13
+            ; sub rsp, size
+            ; mov rbx, rdi
+            ; cmp DWORD [rdi + DispatchState::OFFSET_ABI_VERSION as i32], ABI_VERSION as i32
+            ; jne =>mismatch
+            ; cmp esi, DWORD [rdi + DispatchState::OFFSET_WORKGROUP_COUNT as i32]
+            ; jae =>mismatch
+            ; mov r12, QWORD [rdi + DispatchState::OFFSET_BINDINGS as i32]
+            ; mov r13, QWORD [rdi + DispatchState::OFFSET_IMPORTS as i32]
+        );
+        self.emit_share(done);
+        self.emit_map_init();
+        self.emit_consts()?;
+        self.emit_dim(0)?;
+        x64!(self.ops
+            ; =>done
+            ; xor eax, eax
+            ; jmp =>exit
+            ; =>mismatch
+            ; mov eax, KERNEL_ABI_MISMATCH as i32
+            ; =>exit
+        );
+        if self.vplan.is_some() {
+            x64!(self.ops; vzeroupper);
+        }
+        x64!(self.ops
+            ; add rsp, size
+            ; pop r13 ; pop r12 ; pop rbx
+            ; ret
+        );
+        Ok(())
+    }
+
+    /// Dim 0's range for this workgroup into `[tmp, hi0)`. A parallel dim 0 is split into
+    /// `workgroup_count` contiguous shares, `[d0 * w / n, d0 * (w + 1) / n)`, computed in 128
+    /// bits so no product overflows; without parallel dims only workgroup 0 runs.
+    fn emit_share(&mut self, done: DynamicLabel) {
+        let (tmp, hi0) = (self.lay.tmp, self.lay.hi0);
+        let Some(&d0) = self.k.dims.first() else {
+            x64!(self.ops; test esi, esi ; jnz =>done);
+            return;
+        };
+        let d0 = d0 as i64;
+        if self.k.parallel_rank == 0 {
+            x64!(self.ops; test esi, esi ; jnz =>done ; mov QWORD [rsp + tmp], 0);
+            mov_imm(self.ops, gpr::RAX, d0);
+            x64!(self.ops; mov QWORD [rsp + hi0], rax);
+            return;
+        }
+        x64!(self.ops
+            ; mov r8d, DWORD [rbx + DispatchState::OFFSET_WORKGROUP_COUNT as i32]
+            ; mov r9d, esi
+        );
+        mov_imm(self.ops, gpr::RCX, d0);
+        x64!(self.ops
+            ; mov rax, r9 ; mul rcx ; div r8 ; mov QWORD [rsp + tmp], rax
+            ; lea rax, [r9 + 1] ; mul rcx ; div r8 ; mov QWORD [rsp + hi0], rax
+        );
+    }
+
+    /// Every map's offset at point (lo0, 0, …, 0).
+    fn emit_map_init(&mut self) {
+        let tmp = self.lay.tmp;
+        let maps = self.maps();
+        let inits: Vec<(i32, i64, i64)> = maps
+            .iter()
+            .map(|m| (m.slot, self.stride(m, 0), m.map.offset))
+            .collect();
+        for (slot, stride0, offset) in inits {
+            if self.k.dims.is_empty() || stride0 == 0 {
+                mov_imm(self.ops, gpr::RAX, offset);
+            } else {
+                x64!(self.ops; mov rax, QWORD [rsp + tmp]);
+                mul_imm(self.ops, gpr::RAX, stride0);
+                super::asm::add_imm(self.ops, gpr::RAX, offset);
+            }
+            x64!(self.ops; mov QWORD [rsp + slot], rax);
+        }
+    }
+
+    /// Constants never change, so their slots are filled once.
+    fn emit_consts(&mut self) -> Result<(), EmitError> {
+        for (i, n) in self.k.nodes.iter().enumerate() {
+            if let (Node::Const { bits }, true) = (&n.node, self.live[i]) {
+                let slot = self.lay.node[i];
+                mov_imm(self.ops, gpr::RAX, *bits as i64);
+                x64!(self.ops; mov QWORD [rsp + slot], rax);
+            }
+        }
+        Ok(())
+    }
+
+    /// The loops from dim `d` inwards.
+    fn emit_dim(&mut self, d: usize) -> Result<(), EmitError> {
+        let p = self.k.parallel_rank as usize;
+        if d == p {
+            return self.emit_parallel_point();
+        }
+        if self.vplan.is_some() && d + 1 == p && self.k.reduction.is_none() {
+            return self.emit_vector_dim(d);
+        }
+        self.emit_loop(d, Self::emit_dim)
+    }
+
+    /// At one parallel point: evaluate and store, or reduce and store.
+    pub(crate) fn emit_parallel_point(&mut self) -> Result<(), EmitError> {
+        match self.k.reduction {
+            None => {
+                self.emit_nodes()?;
+                let result = self.slot(self.k.result)?;
+                self.emit_store(result)
+            }
+            Some(op) => {
+                let dtype = self.dtype(self.k.result)?;
+                let bits = identity_bits(op, dtype)
+                    .ok_or_else(|| self.unsupported(format!("reduce {op} over {dtype}")))?;
+                let acc = self.lay.acc;
+                mov_imm(self.ops, gpr::RAX, bits as i64);
+                x64!(self.ops; mov QWORD [rsp + acc], rax);
+                self.emit_reduction_dim(self.k.parallel_rank as usize)?;
+                self.emit_store(acc)
+            }
+        }
+    }
+
+    /// The reduction loops from dim `d` inwards; the innermost body combines.
+    pub(crate) fn emit_reduction_dim(&mut self, d: usize) -> Result<(), EmitError> {
+        if self.vplan.is_some() && d + 1 == self.k.dims.len() {
+            return self.emit_vector_reduction_dim(d);
+        }
+        if d < self.k.dims.len() {
+            return self.emit_loop(d, Self::emit_reduction_dim);
+        }
+        let Some(op) = self.k.reduction else {
+            return Err(self.unsupported("a reduction loop without a reduction"));
+        };
+        self.emit_nodes()?;
+        let dtype = self.dtype(self.k.result)?;
+        let result = self.slot(self.k.result)?;
+        let acc = self.lay.acc;
+        self.emit_combine(op, dtype, acc, result)
+    }
+
+    /// A pre-tested loop over dim `d` around `body(self, d + 1)`, keeping map offsets.
+    pub(crate) fn emit_loop(
+        &mut self,
+        d: usize,
+        body: fn(&mut Self, usize) -> Result<(), EmitError>,
+    ) -> Result<(), EmitError> {
+        let (top, check) = (self.ops.new_dynamic_label(), self.ops.new_dynamic_label());
+        self.emit_counter_start(d);
+        x64!(self.ops; jmp =>check ; =>top);
+        body(self, d + 1)?;
+        let counter = self.lay.counter[d];
+        x64!(self.ops; add QWORD [rsp + counter], 1);
+        self.emit_map_step(d, 1);
+        x64!(self.ops; =>check);
+        self.emit_bound(d, gpr::RCX);
+        x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>top);
+        self.emit_map_restore(d);
+        Ok(())
+    }
+
+    /// `counter[d] = ` its start (this workgroup's `lo0` for dim 0, else 0).
+    pub(crate) fn emit_counter_start(&mut self, d: usize) {
+        let counter = self.lay.counter[d];
+        if d == 0 {
+            let tmp = self.lay.tmp;
+            x64!(self.ops; mov rax, QWORD [rsp + tmp] ; mov QWORD [rsp + counter], rax);
+        } else {
+            x64!(self.ops; mov QWORD [rsp + counter], 0);
+        }
+    }
+
+    /// `reg = ` dim `d`'s exclusive bound.
+    pub(crate) fn emit_bound(&mut self, d: usize, reg: u8) {
+        if d == 0 {
+            let hi0 = self.lay.hi0;
+            x64!(self.ops; mov Rq(reg), QWORD [rsp + hi0]);
+        } else {
+            mov_imm(self.ops, reg, self.k.dims[d] as i64);
+        }
+    }
+
+    /// Every map offset `+= stride[d] * rcx` for a run-time step count in rcx (clobbers rax
+    /// and rdx).
+    pub(crate) fn emit_map_step_rcx(&mut self, d: usize) {
+        let steps: Vec<(i32, i64)> = self
+            .maps()
+            .iter()
+            .map(|m| (m.slot, self.stride(m, d)))
+            .filter(|&(_, s)| s != 0)
+            .collect();
+        for (slot, stride) in steps {
+            x64!(self.ops; mov rax, rcx);
+            mul_imm(self.ops, gpr::RAX, stride);
+            x64!(self.ops; add QWORD [rsp + slot], rax);
+        }
+    }
+
+    /// Every map offset `+= stride[d] * steps` (clobbers rax).
+    pub(crate) fn emit_map_step(&mut self, d: usize, steps: i64) {
+        let steps: Vec<(i32, i64)> = self
+            .maps()
+            .iter()
+            .map(|m| (m.slot, self.stride(m, d).wrapping_mul(steps)))
+            .collect();
+        for (slot, delta) in steps {
+            add_slot(self.ops, slot, delta);
+        }
+    }
+
+    /// After dim `d`'s loop: every map offset back to its value at `counter[d] = 0`. Dim 0 is
+    /// outermost, so nothing needs it restored.
+    pub(crate) fn emit_map_restore(&mut self, d: usize) {
+        if d > 0 {
+            let trip = self.k.dims[d] as i64;
+            self.emit_map_step(d, trip.wrapping_neg());
+        }
+    }
+
+    /// Every live non-constant node, in order, at the current point.
+    pub(crate) fn emit_nodes(&mut self) -> Result<(), EmitError> {
+        for i in 0..self.k.nodes.len() {
+            if self.live[i] && !matches!(self.k.nodes[i].node, Node::Const { .. }) {
+                self.emit_node(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the value in frame slot `value` at the store map's current offset.
+    pub(crate) fn emit_store(&mut self, value: i32) -> Result<(), EmitError> {
+        let b = self.k.store.binding as i32 * DispatchState::BINDING_STRIDE as i32;
+        let map = self.lay.store_map;
+        let dtype = self
+            .k
+            .bindings
+            .get(self.k.store.binding as usize)
+            .map(|b| b.dtype)
+            .ok_or_else(|| self.unsupported("a store to a missing binding"))?;
+        x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+        match dtype.size_bytes() {
+            1 => x64!(self.ops; mov dl, BYTE [rsp + value] ; mov BYTE [rcx + rax], dl),
+            4 => x64!(self.ops; mov edx, DWORD [rsp + value] ; mov DWORD [rcx + rax * 4], edx),
+            _ => x64!(self.ops; mov rdx, QWORD [rsp + value] ; mov QWORD [rcx + rax * 8], rdx),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,106 @@
+//! The stack frame of one kernel: where every value the generated code keeps lives.
+//!
+//! Scalar code is deliberately simple: every node owns an 8-byte slot (a value of any dtype
+//! fits), and each node's code loads its operands from their slots into scratch registers and
+//! stores its result to its own slot. Nothing but the three callee-saved base registers
+//! survives an import call, so calls need no extra spilling. The frame also holds each index
+//! map's running element offset, each dim's counter, the reduction accumulator and the 32-byte
+//! slots the vector path spills to.
+
+use accy_artifact::abi::MAX_KERNEL_STACK;
+
+use crate::kernel::{LoopKernel, Node};
+use crate::target::EmitError;
+
+/// The most frame bytes a kernel may use: the ABI's stack budget minus room for the pushed
+/// registers and the import functions' own frames.
+pub(crate) const MAX_FRAME: u32 = MAX_KERNEL_STACK - 16 * 1024;
+
+/// Frame offsets (from `rsp` after the prologue) of everything a kernel keeps.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// Scalar slot of each node (8 bytes).
+    pub node: Vec<i32>,
+    /// Running element offset of each Load/Gather node's map.
+    pub map: Vec<Option<i32>>,
+    /// Running element offset of the store map.
+    pub store_map: i32,
+    /// Counter of each dim.
+    pub counter: Vec<i32>,
+    /// Exclusive upper bound of dim 0's counter (this workgroup's share).
+    pub hi0: i32,
+    /// The reduction accumulator.
+    pub acc: i32,
+    /// An 8-byte slot: dim 0's start until its loop begins, then scratch (bool broadcasts).
+    pub tmp: i32,
+    /// The first of the 32-byte vector slots.
+    pub vec_base: i32,
+    /// Total frame size, a multiple of 16.
+    pub size: i32,
+}
+
+impl Layout {
+    /// Lays out `k`'s frame with `vector_slots` 32-byte vector slots.
+    pub(crate) fn new(
+        k: &LoopKernel,
+        vector_slots: usize,
+        target: &'static str,
+    ) -> Result<Layout, EmitError> {
+        let too_big = || EmitError::Unsupported {
+            kernel: k.name.clone(),
+            what: format!(
+                "a stack frame for {} nodes and {} dims (more than {MAX_FRAME} bytes)",
+                k.nodes.len(),
+                k.dims.len()
+            ),
+            target,
+        };
+        let mut next: u64 = 0;
+        let mut take = |bytes: u64| {
+            let at = next;
+            next += bytes;
+            i32::try_from(at).ok()
+        };
+        let mut layout = Layout {
+            node: Vec::with_capacity(k.nodes.len()),
+            map: Vec::with_capacity(k.nodes.len()),
+            store_map: 0,
+            counter: Vec::with_capacity(k.dims.len()),
+            hi0: 0,
+            acc: 0,
+            tmp: 0,
+            vec_base: 0,
+            size: 0,
+        };
+        // Vector slots first, so their 32-byte offsets stay aligned relative to the frame.
+        layout.vec_base = take(32 * vector_slots as u64).ok_or_else(too_big)?;
+        for n in &k.nodes {
+            layout.node.push(take(8).ok_or_else(too_big)?);
+            let has_map = matches!(n.node, Node::Load { .. } | Node::Gather { .. });
+            layout.map.push(if has_map {
+                Some(take(8).ok_or_else(too_big)?)
+            } else {
+                None
+            });
+        }
+        for _ in &k.dims {
+            layout.counter.push(take(8).ok_or_else(too_big)?);
+        }
+        layout.store_map = take(8).ok_or_else(too_big)?;
+        layout.hi0 = take(8).ok_or_else(too_big)?;
+        layout.acc = take(8).ok_or_else(too_big)?;
+        layout.tmp = take(8).ok_or_else(too_big)?;
+        let size = next.div_ceil(16) * 16;
+        if size > u64::from(MAX_FRAME) {
+            return Err(too_big());
+        }
+        layout.size = i32::try_from(size).map_err(|_| too_big())?;
+        Ok(layout)
+    }
+
+    /// The offset of vector slot `i`.
+    pub(crate) fn vec_slot(&self, i: usize) -> i32 {
+        // Bounded by the frame size check in `new`.
+        self.vec_base + 32 * i as i32
+    }
+}

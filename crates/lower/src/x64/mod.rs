@@ -1,0 +1,202 @@
+//! The x86-64 backend: [`X64Target`] translates [`LoopKernel`]s into System V AMD64 machine
+//! code with `dynasm`, for one of three instruction-set tiers ([`X64Tier`]).
+//!
+//! Files, in the order a later `aarch64/` directory mirrors them:
+//! - `mod.rs` (this file): tiers, their exact feature sets, the [`Target`] impl;
+//! - `asm.rs`: the assembler type, frame addressing and checked immediates;
+//! - `layout.rs`: the stack frame of one kernel (one slot per node, map offsets, counters);
+//! - `kernel.rs`: prologue and epilogue, workgroup split, the loop nest, index maps, stores
+//!   and reductions;
+//! - `scalar.rs` and `convert.rs`: per-node scalar code (SSE2 for floats, general registers
+//!   for integers and bools) covering every node and dtype;
+//! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path for contiguous
+//!   innermost dims (elementwise, and reductions over the innermost dim);
+//! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`), used by
+//!   the AVX-512 tier's masked tails.
+//!
+//! What each tier emits: SSE2 runs every kernel with the scalar loops; AVX2 vectorizes the
+//! kernels `vector.rs` accepts (others stay scalar, whole kernel); AVX-512 is AVX2 plus a
+//! masked final iteration instead of the scalar tail.
+//!
+//! Every kernel is emitted into one `dynasmrt::VecAssembler`; each kernel is committed on its
+//! own so an assembler error names the kernel. Run-time values never reach an encoding that
+//! could panic: immediates go through the range checks in `asm.rs`.
+
+pub(crate) mod asm;
+mod convert;
+pub(crate) mod evex;
+mod kernel;
+mod layout;
+mod scalar;
+mod vector;
+mod vector_ops;
+mod vector_reduce;
+
+#[cfg(test)]
+mod tests;
+
+use accy_artifact::{Arch, CpuFeature, FeatureSet, KernelEntry, TargetSpec};
+use dynasmrt::DynasmApi;
+
+use crate::kernel::LoopKernel;
+use crate::target::{EmitError, EmittedCode, Target};
+
+/// An x86-64 instruction-set tier: which instructions the emitted code may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum X64Tier {
+    /// Baseline x86-64: SSE2 scalar code only; rounding and transcendentals call imports.
+    Sse2,
+    /// AVX2: 256-bit vector loops for contiguous elementwise kernels, SSE4.1 `roundss` for
+    /// scalar floor/ceil/round.
+    Avx2,
+    /// AVX-512 machines: the AVX2 tier's code, except that vector loops end with one
+    /// masked 256-bit iteration (AVX-512F + VL `k`-masked loads and stores, which never touch
+    /// masked-off lanes) instead of a scalar tail. Arithmetic stays 256-bit VEX: on current
+    /// cores (Zen 4 double-pumps zmm) wider vectors would not pay for their encoder here.
+    Avx512,
+}
+
+impl X64Tier {
+    /// Every tier, lowest first.
+    pub const ALL: [X64Tier; 3] = [X64Tier::Sse2, X64Tier::Avx2, X64Tier::Avx512];
+
+    /// The backend name for this tier (`x64-sse2`, `x64-avx2`, `x64-avx512`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            X64Tier::Sse2 => "x64-sse2",
+            X64Tier::Avx2 => "x64-avx2",
+            X64Tier::Avx512 => "x64-avx512",
+        }
+    }
+
+    /// Exactly the features the code emitted for this tier uses; recorded in the artifact.
+    pub fn code_features(self) -> FeatureSet {
+        match self {
+            X64Tier::Sse2 => FeatureSet::of(&[CpuFeature::Sse2]),
+            // roundss/roundsd (SSE4.1) in scalar code; VEX 256-bit float ops (AVX); 256-bit
+            // integer ops, vpbroadcast and variable shifts (AVX2). No FMA: contracting a
+            // multiply and an add would change results against the reference interpreter.
+            X64Tier::Avx2 => FeatureSet::of(&[
+                CpuFeature::Sse2,
+                CpuFeature::Sse41,
+                CpuFeature::Avx,
+                CpuFeature::Avx2,
+            ]),
+            // Masked EVEX ymm moves and kmovw: AVX-512F with VL.
+            X64Tier::Avx512 => X64Tier::Avx2
+                .code_features()
+                .with(CpuFeature::Avx512f)
+                .with(CpuFeature::Avx512vl),
+        }
+    }
+
+    /// The features a host must have for this tier to be chosen: the code's features, plus
+    /// for [`X64Tier::Avx512`] the rest of the x86-64-v4 set the tier is named after (BW, DQ),
+    /// so the tier means the same machines whatever subset its code uses today.
+    pub fn host_features(self) -> FeatureSet {
+        match self {
+            X64Tier::Avx512 => self
+                .code_features()
+                .with(CpuFeature::Avx512bw)
+                .with(CpuFeature::Avx512dq),
+            _ => self.code_features(),
+        }
+    }
+
+    /// Whether this tier emits 256-bit vector loops.
+    pub(crate) const fn has_avx2(self) -> bool {
+        matches!(self, X64Tier::Avx2 | X64Tier::Avx512)
+    }
+}
+
+/// The x86-64 [`Target`] for one [`X64Tier`]. Immutable; construct it with [`X64Target::new`]
+/// for cross-compiling, or with [`X64Target::new_checked`] / [`X64Target::for_host`], which
+/// are the feature check for running the code here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct X64Target {
+    tier: X64Tier,
+    reassociate: bool,
+}
+
+impl X64Target {
+    /// A target for `tier`, whatever the host has (the code may not run here).
+    pub const fn new(tier: X64Tier) -> X64Target {
+        X64Target {
+            tier,
+            reassociate: true,
+        }
+    }
+
+    /// A target for `tier` if `host` has every feature the tier needs
+    /// ([`X64Tier::host_features`]), else `None`.
+    pub fn new_checked(tier: X64Tier, host: FeatureSet) -> Option<X64Target> {
+        tier.host_features()
+            .is_subset(host)
+            .then_some(X64Target::new(tier))
+    }
+
+    /// The best tier `host` supports (SSE2 at least: it is the x86-64 baseline).
+    pub fn for_host(host: FeatureSet) -> X64Target {
+        X64Tier::ALL
+            .into_iter()
+            .rev()
+            .find_map(|tier| X64Target::new_checked(tier, host))
+            .unwrap_or(X64Target::new(X64Tier::Sse2))
+    }
+
+    /// The tier this target emits code for.
+    pub const fn tier(&self) -> X64Tier {
+        self.tier
+    }
+
+    /// The same target, allowed (`true`, the default) or not to reassociate float sum
+    /// reductions for speed. With `false`, every result is bit-identical to the reference
+    /// interpreter's; with `true`, float sums may differ by rounding (within
+    /// `count · ε · Σ|terms|`), as the kernel semantics permit.
+    pub const fn with_float_reassociation(self, allow: bool) -> X64Target {
+        X64Target {
+            tier: self.tier,
+            reassociate: allow,
+        }
+    }
+
+    /// Whether float sum reductions may be reassociated.
+    pub const fn float_reassociation(&self) -> bool {
+        self.reassociate
+    }
+}
+
+impl Target for X64Target {
+    fn name(&self) -> &'static str {
+        self.tier.name()
+    }
+
+    fn spec(&self) -> TargetSpec {
+        TargetSpec::new(Arch::X86_64, self.tier.code_features())
+    }
+
+    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError> {
+        let mut ops = asm::Asm::new(0);
+        let mut entries = Vec::with_capacity(kernels.len());
+        for k in kernels {
+            let start = ops.offset().0;
+            kernel::emit_kernel(&mut ops, k, self.tier, self.reassociate)?;
+            ops.commit().map_err(|e| EmitError::Assembler {
+                kernel: k.name.clone(),
+                message: e.to_string(),
+            })?;
+            let end = ops.offset().0;
+            let too_large = || EmitError::TooLarge { bytes: end as u64 };
+            entries.push(KernelEntry {
+                name: k.name.clone(),
+                offset: u32::try_from(start).map_err(|_| too_large())?,
+                len: u32::try_from(end - start).map_err(|_| too_large())?,
+            });
+        }
+        let code = ops.finalize().map_err(|e| EmitError::Assembler {
+            kernel: kernels.last().map(|k| k.name.clone()).unwrap_or_default(),
+            message: e.to_string(),
+        })?;
+        Ok(EmittedCode { code, entries })
+    }
+}

@@ -1,0 +1,309 @@
+//! The emitted bytes, disassembled by an independent decoder (iced-x86) and compared with an
+//! expected listing: pins the prologue, the ABI checks, the loop shape and the encodings.
+
+use accy_artifact::{Access, CpuFeature, FeatureSet};
+use accy_ir::{BinaryOp, DType};
+use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
+use smallvec::smallvec;
+
+use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::target::Target;
+use crate::x64::asm::{x64, Asm};
+use crate::x64::{X64Target, X64Tier};
+
+/// `code` as one Intel-syntax instruction per line (no addresses), or the offset of the first
+/// byte sequence the decoder cannot read.
+pub(crate) fn disassemble(code: &[u8]) -> Result<String, usize> {
+    let mut decoder = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+    let mut formatter = IntelFormatter::new();
+    formatter.options_mut().set_branch_leading_zeros(false);
+    formatter.options_mut().set_hex_prefix("0x");
+    formatter.options_mut().set_hex_suffix("");
+    let mut out = String::new();
+    let mut instruction = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instruction);
+        if instruction.is_invalid() {
+            return Err(instruction.ip() as usize);
+        }
+        formatter.format(&instruction, &mut out);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The accy features the instructions of `code` need, by iced-x86's CPUID table; `Err` names
+/// an instruction needing something accy does not model (or an undecodable byte).
+pub(crate) fn features_used(code: &[u8]) -> Result<FeatureSet, String> {
+    use iced_x86::CpuidFeature as C;
+    let mut decoder = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+    let mut used = FeatureSet::EMPTY;
+    let mut instruction = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instruction);
+        if instruction.is_invalid() {
+            return Err(format!("invalid bytes at {:#x}", instruction.ip()));
+        }
+        for f in instruction.cpuid_features() {
+            match f {
+                // The x86-64 baseline: integer instructions, cmov, SSE and SSE2.
+                C::INTEL8086 | C::INTEL186 | C::INTEL386 | C::INTEL486 | C::X64 | C::CMOV => {}
+                C::SSE | C::SSE2 => used.insert(CpuFeature::Sse2),
+                C::SSE4_1 => used.insert(CpuFeature::Sse41),
+                C::AVX => used.insert(CpuFeature::Avx),
+                C::AVX2 => used.insert(CpuFeature::Avx2),
+                C::FMA => used.insert(CpuFeature::Fma),
+                C::BMI1 => used.insert(CpuFeature::Bmi1),
+                C::BMI2 => used.insert(CpuFeature::Bmi2),
+                C::AVX512F => used.insert(CpuFeature::Avx512f),
+                C::AVX512VL => used.insert(CpuFeature::Avx512vl),
+                other => return Err(format!("{instruction} needs {other:?}")),
+            }
+        }
+    }
+    Ok(used)
+}
+
+/// Asserts that `code`, emitted by `target`, decodes fully and uses only features its spec
+/// records.
+pub(crate) fn assert_features_within(target: &X64Target, code: &[u8]) {
+    let used = features_used(code).unwrap_or_else(|e| panic!("{}: {e}", target.name()));
+    let declared = target.spec().features;
+    assert!(
+        used.is_subset(declared),
+        "{} code uses {used} but declares {declared}",
+        target.name()
+    );
+}
+
+/// `out[i] = a[i] + b[i]` over 5 f32s.
+fn add_kernel() -> LoopKernel {
+    let binding = |access| KernelBinding {
+        dtype: DType::F32,
+        elements: 5,
+        access,
+    };
+    let load = |binding| KernelNode {
+        node: Node::Load {
+            binding,
+            map: IndexMap::new(0, &[1]),
+        },
+        dtype: DType::F32,
+    };
+    LoopKernel {
+        name: "add".into(),
+        dims: smallvec![5],
+        parallel_rank: 1,
+        bindings: vec![
+            binding(Access::Read),
+            binding(Access::Read),
+            binding(Access::Write),
+        ],
+        nodes: vec![
+            load(0),
+            load(1),
+            KernelNode {
+                node: Node::Binary {
+                    op: BinaryOp::Add,
+                    lhs: 0,
+                    rhs: 1,
+                },
+                dtype: DType::F32,
+            },
+        ],
+        result: 2,
+        reduction: None,
+        store: Store {
+            binding: 2,
+            map: IndexMap::new(0, &[1]),
+        },
+    }
+}
+
+/// Compares `text` with the golden file `name` beside this module, or rewrites the file when
+/// `ACCY_BLESS=1` (then review the diff).
+fn golden(name: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/x64/tests/golden")
+        .join(name);
+    if std::env::var("ACCY_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, text).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == text,
+        "{name} changed (rerun with ACCY_BLESS=1 to accept); got:\n{text}"
+    );
+}
+
+#[test]
+fn sse2_add_kernel_listing() {
+    let target = X64Target::new(X64Tier::Sse2);
+    let code = target.emit(&[add_kernel()]).expect("emit");
+    let text = disassemble(&code.code).expect("decodes");
+    // Prologue with the ABI checks, the workgroup share of dim 0, map offsets, the loop with
+    // slot-based node code, epilogue.
+    golden("sse2_add.txt", &text);
+    assert_eq!(code.entries[0].offset, 0);
+    assert_eq!(code.entries[0].len as usize, code.code.len());
+    assert!(
+        text.ends_with("add rsp,0x50\npop r13\npop r12\npop rbx\nret\n"),
+        "{text}"
+    );
+    assert_features_within(&target, &code.code);
+    assert_eq!(
+        features_used(&code.code),
+        Ok(FeatureSet::of(&[CpuFeature::Sse2]))
+    );
+}
+
+#[test]
+fn avx2_add_kernel_uses_a_ymm_loop_and_its_declared_features() {
+    let target = X64Target::new(X64Tier::Avx2);
+    let code = target.emit(&[add_kernel(), add_kernel()]).expect("emit");
+    let text = disassemble(&code.code).expect("decodes");
+    for needle in [
+        "vmovups ymm5,[rcx+rax*4]",
+        "vmovups ymm6,[rcx+rax*4]",
+        "vaddps ymm7,ymm5,ymm6",
+        "vmovups [rcx+rax*4],ymm7",
+        "vzeroupper",
+        "addss xmm0,xmm1",
+    ] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    // Two kernels, back to back, with the same code.
+    let (a, b) = (&code.entries[0], &code.entries[1]);
+    assert_eq!(b.offset, a.len);
+    assert_eq!(a.len, b.len);
+    assert_features_within(&target, &code.code);
+}
+
+/// dynasm 5.1 encodings the vector code works around, pinned against iced-x86: if dynasm is
+/// fixed, these fail and the workarounds in `vector.rs` / `vector_ops.rs` can go.
+#[test]
+fn dynasm_quirks_are_as_worked_around() {
+    #[allow(
+        unused_imports,
+        reason = "dynasm! expansions need both traits in scope"
+    )]
+    use dynasmrt::{DynasmApi, DynasmLabelApi};
+    let mut ops = Asm::new(0);
+    let (a, b, c): (u8, u8, u8) = (1, 2, 3);
+    x64!(ops
+        ; vcmpps Ry(a), Ry(b), Ry(c), 1
+        ; vcmppd Ry(a), Ry(b), Ry(c), 0x1D
+        ; vbroadcastss Ry(a), DWORD [rsp + 16]
+        ; vpsrlq Ry(a), Ry(b), 63
+        // The forms used instead, encoded as written:
+        ; vpbroadcastd Ry(a), DWORD [rsp + 16]
+        ; vbroadcastsd Ry(a), QWORD [rsp + 16]
+        ; vpsrld Ry(a), Ry(b), 31
+        ; vblendvps Ry(a), Ry(b), Ry(c), Ry(4)
+        ; vblendvpd Ry(a), Ry(b), Ry(c), Ry(4)
+        ; vpcmpgtq Ry(a), Ry(b), Ry(c)
+        ; vpsravd Ry(a), Ry(b), Ry(c)
+        ; vroundps Ry(a), Ry(b), 9
+        ; roundsd xmm0, xmm1, 10
+    );
+    let code = ops.finalize().expect("assemble");
+    let expected = "\
+vcmpltps ymm1,ymm3,ymm2
+vcmpge_oqpd ymm1,ymm3,ymm2
+vbroadcastss xmm1,[rsp+0x10]
+vpsrlq xmm1,xmm2,0x3F
+vpbroadcastd ymm1,[rsp+0x10]
+vbroadcastsd ymm1,[rsp+0x10]
+vpsrld ymm1,ymm2,0x1F
+vblendvps ymm1,ymm2,ymm3,ymm4
+vblendvpd ymm1,ymm2,ymm3,ymm4
+vpcmpgtq ymm1,ymm2,ymm3
+vpsravd ymm1,ymm2,ymm3
+vroundps ymm1,ymm2,9
+roundsd xmm0,xmm1,0xA
+";
+    assert_eq!(disassemble(&code).expect("decodes"), expected);
+}
+
+/// Every EVEX form `evex.rs` produces, for registers and lane widths the emitter uses,
+/// decoded by iced-x86.
+#[test]
+fn evex_forms_decode_as_intended() {
+    use crate::x64::evex::{kmovw_from_gpr, load_masked, move_merge, store_masked, Lanes, Mem};
+    let mem = |scale| Mem {
+        base: 1,
+        index: 0,
+        scale,
+    };
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            load_masked(Lanes::Dword, 5, mem(4), 1).to_vec(),
+            "vmovups ymm5{k1}{z},[rcx+rax*4]",
+        ),
+        (
+            load_masked(Lanes::Dword, 0, mem(4), 1).to_vec(),
+            "vmovups ymm0{k1}{z},[rcx+rax*4]",
+        ),
+        (
+            load_masked(Lanes::Qword, 14, mem(8), 1).to_vec(),
+            "vmovupd ymm14{k1}{z},[rcx+rax*8]",
+        ),
+        (
+            store_masked(Lanes::Dword, 13, mem(4), 1).to_vec(),
+            "vmovups [rcx+rax*4]{k1},ymm13",
+        ),
+        (
+            store_masked(Lanes::Qword, 7, mem(8), 1).to_vec(),
+            "vmovupd [rcx+rax*8]{k1},ymm7",
+        ),
+        (
+            load_masked(
+                Lanes::Dword,
+                9,
+                Mem {
+                    base: 12,
+                    index: 10,
+                    scale: 1,
+                },
+                3,
+            )
+            .to_vec(),
+            "vmovups ymm9{k3}{z},[r12+r10]",
+        ),
+        (
+            move_merge(Lanes::Dword, 2, 11, 1).to_vec(),
+            "vmovaps ymm2{k1},ymm11",
+        ),
+        (
+            move_merge(Lanes::Qword, 2, 0, 1).to_vec(),
+            "vmovapd ymm2{k1},ymm0",
+        ),
+        (kmovw_from_gpr(1, 0).to_vec(), "kmovw k1,eax"),
+    ];
+    for (bytes, text) in cases {
+        assert_eq!(
+            disassemble(&bytes).expect("decodes").trim_end(),
+            text,
+            "{bytes:02x?}"
+        );
+    }
+}
+
+#[test]
+fn avx512_tier_ends_vector_loops_with_a_masked_iteration() {
+    let target = X64Target::new(X64Tier::Avx512);
+    let code = target.emit(&[add_kernel()]).expect("emit");
+    let text = disassemble(&code.code).expect("decodes");
+    for needle in [
+        "vaddps ymm7,ymm5,ymm6",
+        "kmovw k1,eax",
+        "vmovups ymm5{k1}{z},[rcx+rax*4]",
+        "vmovups [rcx+rax*4]{k1},ymm7",
+    ] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    // No scalar tail: the only scalar float op left would be the tail's addss.
+    assert!(!text.contains("addss"), "{text}");
+    assert_features_within(&target, &code.code);
+}

@@ -1,0 +1,358 @@
+//! AVX2 code for each varying node of a vectorized kernel (which nodes qualify is decided in
+//! `vector.rs`). Lanes are 32-bit (f32, i32, bool masks) or 64-bit (f64, i64, bool masks).
+//!
+//! Operands come from their homes (or scratch ymm0–ymm2 when spilled); multi-instruction
+//! sequences use ymm3/ymm4 as temporaries and write the destination last, so a destination
+//! that shares a scratch register with an operand is never read after it is written. The
+//! results equal the scalar code's lane by lane: max/min compute both operand orders and
+//! combine them (so `-0.0 < +0.0` holds on ties) and OR in an unordered mask (all-ones is a
+//! NaN); float → i32 conversion fixes `vcvttps2dq`'s overflow and NaN lanes.
+
+use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynasmApi, DynasmLabelApi};
+
+use super::asm::{gpr, x64};
+use super::evex::{self, Lanes, Mem};
+use super::kernel::Emitter;
+use super::vector::VectorPlan;
+use crate::kernel::Node;
+use crate::target::EmitError;
+
+/// `vcmpps`/`vcmppd` predicates (quiet, ordered except `ne`).
+fn float_predicate(op: CompareOp) -> i8 {
+    match op {
+        CompareOp::Eq => 0x00,
+        CompareOp::Ne => 0x04,
+        CompareOp::Lt => 0x11,
+        CompareOp::Le => 0x12,
+        CompareOp::Gt => 0x1E,
+        CompareOp::Ge => 0x1D,
+    }
+}
+
+/// The lane width and the `[rcx + rax * size]` operand of a masked element access.
+pub(crate) fn masked_operand(wide: bool) -> (Lanes, Mem) {
+    let (lanes, scale) = if wide {
+        (Lanes::Qword, 8)
+    } else {
+        (Lanes::Dword, 4)
+    };
+    let mem = Mem {
+        base: gpr::RCX,
+        index: gpr::RAX,
+        scale,
+    };
+    (lanes, mem)
+}
+
+impl Emitter<'_> {
+    /// `ymm(dst) = cmp(ymm(a), ymm(b), predicate)` lane by lane (`vcmpps`, or `vcmppd` when
+    /// `wide`). dynasm 5.1 encodes the two sources of `vcmpps`/`vcmppd` swapped (its operand
+    /// table puts the second source in VEX.vvvv), so they are passed in reverse here; the
+    /// encoding test pins this against an independent decoder.
+    fn vcmp(&mut self, wide: bool, dst: u8, a: u8, b: u8, predicate: i8) {
+        if wide {
+            x64!(self.ops; vcmppd Ry(dst), Ry(b), Ry(a), predicate);
+        } else {
+            x64!(self.ops; vcmpps Ry(dst), Ry(b), Ry(a), predicate);
+        }
+    }
+
+    /// `ymm(reg)` = `bits` in every 32-bit (or, when `wide`, 64-bit) lane.
+    pub(crate) fn vconst(&mut self, reg: u8, bits: u64, wide: bool) {
+        if wide {
+            super::asm::mov_imm(self.ops, gpr::RAX, bits as i64);
+            x64!(self.ops; vmovq Rx(reg), rax ; vpbroadcastq Ry(reg), Rx(reg));
+        } else {
+            x64!(self.ops; mov eax, bits as u32 as i32 ; vmovd Rx(reg), eax ; vpbroadcastd Ry(reg), Rx(reg));
+        }
+    }
+
+    /// Emits varying node `i` for one vector of points.
+    pub(crate) fn emit_vnode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
+        let n = self.k.nodes[i].clone();
+        let w = plan.wide;
+        let dst = self.vdst(plan, i);
+        match n.node {
+            Node::Load { binding, .. } => {
+                let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
+                let b = binding as i32 * 8;
+                x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+                if self.masked {
+                    let (lanes, mem) = masked_operand(w);
+                    self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
+                } else if w {
+                    x64!(self.ops; vmovups Ry(dst), [rcx + rax * 8]);
+                } else {
+                    x64!(self.ops; vmovups Ry(dst), [rcx + rax * 4]);
+                }
+            }
+            Node::Unary { op, x } => {
+                let a = self.vsrc(plan, x, 0)?;
+                self.emit_vunary(op, n.dtype, w, a, dst)?;
+            }
+            Node::Binary { op, lhs, rhs } => {
+                let a = self.vsrc(plan, lhs, 0)?;
+                let b = self.vsrc(plan, rhs, 1)?;
+                self.emit_vbinary(op, n.dtype, w, a, b, dst)?;
+            }
+            Node::Compare { op, lhs, rhs } => {
+                let operand = self.dtype(lhs)?;
+                let a = self.vsrc(plan, lhs, 0)?;
+                let b = self.vsrc(plan, rhs, 1)?;
+                self.emit_vcompare(op, operand, w, a, b, dst)?;
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                let c = self.vsrc(plan, cond, 0)?;
+                let t = self.vsrc(plan, on_true, 1)?;
+                let f = self.vsrc(plan, on_false, 2)?;
+                if w {
+                    x64!(self.ops; vblendvpd Ry(dst), Ry(f), Ry(t), Ry(c));
+                } else {
+                    x64!(self.ops; vblendvps Ry(dst), Ry(f), Ry(t), Ry(c));
+                }
+            }
+            Node::Convert { x } => {
+                let from = self.dtype(x)?;
+                let a = self.vsrc(plan, x, 0)?;
+                self.emit_vconvert(from, n.dtype, w, a, dst)?;
+            }
+            Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } => {
+                return Err(self.unsupported("a varying gather, index or constant in vector code"))
+            }
+        }
+        self.vfinish(plan, i, dst);
+        Ok(())
+    }
+
+    fn emit_vunary(
+        &mut self,
+        op: UnaryOp,
+        dtype: DType,
+        w: bool,
+        a: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        let sign = if w { 1u64 << 63 } else { 1u64 << 31 };
+        match (op, dtype) {
+            (UnaryOp::Neg, DType::F32 | DType::F64) => {
+                self.vconst(3, sign, w);
+                x64!(self.ops; vxorps Ry(dst), Ry(a), ymm3);
+            }
+            (UnaryOp::Abs, DType::F32 | DType::F64) => {
+                self.vconst(3, !sign, w);
+                x64!(self.ops; vandps Ry(dst), Ry(a), ymm3);
+            }
+            (UnaryOp::Sqrt | UnaryOp::Rsqrt, DType::F32) => {
+                if op == UnaryOp::Sqrt {
+                    x64!(self.ops; vsqrtps Ry(dst), Ry(a));
+                } else {
+                    self.vconst(4, u64::from(1f32.to_bits()), false);
+                    x64!(self.ops; vsqrtps ymm3, Ry(a) ; vdivps Ry(dst), ymm4, ymm3);
+                }
+            }
+            (UnaryOp::Sqrt | UnaryOp::Rsqrt, DType::F64) => {
+                if op == UnaryOp::Sqrt {
+                    x64!(self.ops; vsqrtpd Ry(dst), Ry(a));
+                } else {
+                    self.vconst(4, 1f64.to_bits(), true);
+                    x64!(self.ops; vsqrtpd ymm3, Ry(a) ; vdivpd Ry(dst), ymm4, ymm3);
+                }
+            }
+            (UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round, DType::F32 | DType::F64) => {
+                let mode: i8 = match op {
+                    UnaryOp::Floor => 9,
+                    UnaryOp::Ceil => 10,
+                    _ => 8,
+                };
+                if w {
+                    x64!(self.ops; vroundpd Ry(dst), Ry(a), mode);
+                } else {
+                    x64!(self.ops; vroundps Ry(dst), Ry(a), mode);
+                }
+            }
+            (UnaryOp::Not, _) => {
+                x64!(self.ops; vpcmpeqd ymm3, ymm3, ymm3 ; vpxor Ry(dst), Ry(a), ymm3);
+            }
+            (UnaryOp::Neg, DType::I32) => {
+                x64!(self.ops; vpxor ymm3, ymm3, ymm3 ; vpsubd Ry(dst), ymm3, Ry(a));
+            }
+            (UnaryOp::Neg, DType::I64) => {
+                x64!(self.ops; vpxor ymm3, ymm3, ymm3 ; vpsubq Ry(dst), ymm3, Ry(a));
+            }
+            (UnaryOp::Abs, DType::I32) => x64!(self.ops; vpabsd Ry(dst), Ry(a)),
+            (UnaryOp::Abs, DType::I64) => {
+                // s = (0 > a) ? -1 : 0 ; |a| = (a ^ s) - s, wrapping at MIN.
+                x64!(self.ops
+                    ; vpxor ymm4, ymm4, ymm4 ; vpcmpgtq ymm3, ymm4, Ry(a)
+                    ; vpxor ymm4, Ry(a), ymm3 ; vpsubq Ry(dst), ymm4, ymm3);
+            }
+            _ => return Err(self.unsupported(format!("vector {op} on {dtype}"))),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn emit_vbinary(
+        &mut self,
+        op: BinaryOp,
+        dtype: DType,
+        w: bool,
+        a: u8,
+        b: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        use BinaryOp::*;
+        match (op, dtype) {
+            (Add, DType::F32) => x64!(self.ops; vaddps Ry(dst), Ry(a), Ry(b)),
+            (Sub, DType::F32) => x64!(self.ops; vsubps Ry(dst), Ry(a), Ry(b)),
+            (Mul, DType::F32) => x64!(self.ops; vmulps Ry(dst), Ry(a), Ry(b)),
+            (Div, DType::F32) => x64!(self.ops; vdivps Ry(dst), Ry(a), Ry(b)),
+            (Add, DType::F64) => x64!(self.ops; vaddpd Ry(dst), Ry(a), Ry(b)),
+            (Sub, DType::F64) => x64!(self.ops; vsubpd Ry(dst), Ry(a), Ry(b)),
+            (Mul, DType::F64) => x64!(self.ops; vmulpd Ry(dst), Ry(a), Ry(b)),
+            (Div, DType::F64) => x64!(self.ops; vdivpd Ry(dst), Ry(a), Ry(b)),
+            // maxps returns its second operand on ties and NaNs: both orders ANDed give the
+            // larger value, or +0 on (±0, ∓0); the unordered mask turns NaN lanes all-ones.
+            (Max, DType::F32) => x64!(self.ops
+                ; vmaxps ymm3, Ry(a), Ry(b) ; vmaxps ymm4, Ry(b), Ry(a) ; vandps ymm3, ymm3, ymm4
+                ;; self.vcmp(false, 4, a, b, 3)
+                ; vorps Ry(dst), ymm3, ymm4),
+            (Min, DType::F32) => x64!(self.ops
+                ; vminps ymm3, Ry(a), Ry(b) ; vminps ymm4, Ry(b), Ry(a) ; vorps ymm3, ymm3, ymm4
+                ;; self.vcmp(false, 4, a, b, 3)
+                ; vorps Ry(dst), ymm3, ymm4),
+            (Max, DType::F64) => x64!(self.ops
+                ; vmaxpd ymm3, Ry(a), Ry(b) ; vmaxpd ymm4, Ry(b), Ry(a) ; vandpd ymm3, ymm3, ymm4
+                ;; self.vcmp(true, 4, a, b, 3)
+                ; vorpd Ry(dst), ymm3, ymm4),
+            (Min, DType::F64) => x64!(self.ops
+                ; vminpd ymm3, Ry(a), Ry(b) ; vminpd ymm4, Ry(b), Ry(a) ; vorpd ymm3, ymm3, ymm4
+                ;; self.vcmp(true, 4, a, b, 3)
+                ; vorpd Ry(dst), ymm3, ymm4),
+            (And, _) => x64!(self.ops; vpand Ry(dst), Ry(a), Ry(b)),
+            (Or, _) => x64!(self.ops; vpor Ry(dst), Ry(a), Ry(b)),
+            (Xor, _) => x64!(self.ops; vpxor Ry(dst), Ry(a), Ry(b)),
+            (Add, DType::I32) => x64!(self.ops; vpaddd Ry(dst), Ry(a), Ry(b)),
+            (Sub, DType::I32) => x64!(self.ops; vpsubd Ry(dst), Ry(a), Ry(b)),
+            (Mul, DType::I32) => x64!(self.ops; vpmulld Ry(dst), Ry(a), Ry(b)),
+            (Max, DType::I32) => x64!(self.ops; vpmaxsd Ry(dst), Ry(a), Ry(b)),
+            (Min, DType::I32) => x64!(self.ops; vpminsd Ry(dst), Ry(a), Ry(b)),
+            // Variable shifts give 0 (or sign fill for vpsravd) for any count outside 0..32
+            // read as unsigned, negative counts included: exactly the IR's rule.
+            (Shl, DType::I32) => x64!(self.ops; vpsllvd Ry(dst), Ry(a), Ry(b)),
+            (ShrLogical, DType::I32) => x64!(self.ops; vpsrlvd Ry(dst), Ry(a), Ry(b)),
+            (ShrArithmetic, DType::I32) => x64!(self.ops; vpsravd Ry(dst), Ry(a), Ry(b)),
+            (Add, DType::I64) => x64!(self.ops; vpaddq Ry(dst), Ry(a), Ry(b)),
+            (Sub, DType::I64) => x64!(self.ops; vpsubq Ry(dst), Ry(a), Ry(b)),
+            (Shl, DType::I64) => x64!(self.ops; vpsllvq Ry(dst), Ry(a), Ry(b)),
+            (ShrLogical, DType::I64) => x64!(self.ops; vpsrlvq Ry(dst), Ry(a), Ry(b)),
+            (Max, DType::I64) => x64!(self.ops
+                ; vpcmpgtq ymm3, Ry(a), Ry(b) ; vblendvpd Ry(dst), Ry(b), Ry(a), ymm3),
+            (Min, DType::I64) => x64!(self.ops
+                ; vpcmpgtq ymm3, Ry(a), Ry(b) ; vblendvpd Ry(dst), Ry(a), Ry(b), ymm3),
+            _ => return Err(self.unsupported(format!("vector {op} on {dtype}"))),
+        }
+        let _ = w;
+        Ok(())
+    }
+
+    fn emit_vcompare(
+        &mut self,
+        op: CompareOp,
+        operand: DType,
+        w: bool,
+        a: u8,
+        b: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        if operand.is_float() {
+            self.vcmp(w, dst, a, b, float_predicate(op));
+            return Ok(());
+        }
+        // Integers and bool masks: eq / gt and their swaps; the rest are complements.
+        let (first, second, swap, negate) = match op {
+            CompareOp::Eq => (a, b, false, false),
+            CompareOp::Ne => (a, b, false, true),
+            CompareOp::Gt => (a, b, true, false),
+            CompareOp::Lt => (b, a, true, false),
+            CompareOp::Le => (a, b, true, true),
+            CompareOp::Ge => (b, a, true, true),
+        };
+        let target = if negate { 3 } else { dst };
+        match (swap, w) {
+            (false, false) => x64!(self.ops; vpcmpeqd Ry(target), Ry(first), Ry(second)),
+            (false, true) => x64!(self.ops; vpcmpeqq Ry(target), Ry(first), Ry(second)),
+            (true, false) => x64!(self.ops; vpcmpgtd Ry(target), Ry(first), Ry(second)),
+            (true, true) => x64!(self.ops; vpcmpgtq Ry(target), Ry(first), Ry(second)),
+        }
+        if negate {
+            x64!(self.ops; vpcmpeqd ymm4, ymm4, ymm4 ; vpxor Ry(dst), ymm3, ymm4);
+        }
+        Ok(())
+    }
+
+    fn emit_vconvert(
+        &mut self,
+        from: DType,
+        to: DType,
+        w: bool,
+        a: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        match (from, to) {
+            _ if from == to => {
+                if a != dst {
+                    x64!(self.ops; vmovaps Ry(dst), Ry(a));
+                }
+            }
+            (DType::I32, DType::F32) => x64!(self.ops; vcvtdq2ps Ry(dst), Ry(a)),
+            (DType::F32, DType::I32) => {
+                // Overflow and NaN lanes come out as 0x8000_0000; flip x >= 2^31 lanes to
+                // 0x7fff_ffff and clear NaN lanes.
+                self.vconst(4, u64::from(2f32.powi(31).to_bits()), false);
+                x64!(self.ops; vcvttps2dq ymm3, Ry(a));
+                self.vcmp(false, 4, a, 4, 0x1D);
+                x64!(self.ops; vpxor ymm3, ymm3, ymm4);
+                self.vcmp(false, 4, a, a, 7);
+                x64!(self.ops; vpand Ry(dst), ymm3, ymm4);
+            }
+            (DType::Bool, DType::I32) => x64!(self.ops; vpsrld Ry(dst), Ry(a), 31),
+            // 0 - mask: dynasm 5.1 encodes `vpsrlq ymm, ymm, imm` as an xmm shift.
+            (DType::Bool, DType::I64) => {
+                x64!(self.ops; vpxor ymm3, ymm3, ymm3 ; vpsubq Ry(dst), ymm3, Ry(a))
+            }
+            (DType::Bool, DType::F32 | DType::F64) => {
+                let one = if w {
+                    1f64.to_bits()
+                } else {
+                    u64::from(1f32.to_bits())
+                };
+                self.vconst(3, one, w);
+                x64!(self.ops; vandps Ry(dst), Ry(a), ymm3);
+            }
+            (DType::F32 | DType::F64, DType::Bool) => {
+                x64!(self.ops; vxorps ymm3, ymm3, ymm3);
+                self.vcmp(w, dst, a, 3, 4);
+            }
+            (DType::I32 | DType::I64, DType::Bool) => {
+                x64!(self.ops; vpxor ymm3, ymm3, ymm3);
+                if w {
+                    x64!(self.ops; vpcmpeqq ymm3, Ry(a), ymm3);
+                } else {
+                    x64!(self.ops; vpcmpeqd ymm3, Ry(a), ymm3);
+                }
+                x64!(self.ops; vpcmpeqd ymm4, ymm4, ymm4 ; vpxor Ry(dst), ymm3, ymm4);
+            }
+            _ => return Err(self.unsupported(format!("vector convert {from} to {to}"))),
+        }
+        Ok(())
+    }
+}

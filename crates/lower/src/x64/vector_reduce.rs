@@ -1,0 +1,121 @@
+//! A reduction over a contiguous innermost dim, vectorized on the AVX2 tier.
+//!
+//! Each lane accumulates every `lanes`-th point of a run of the inner loop in `ymm15`
+//! (starting from the op's identity); after the vector loop the lanes are folded, in lane
+//! order, into the scalar accumulator with the scalar combine step, and a scalar tail adds
+//! the remaining points. Integer sums and products wrap, and max/min give the same value in
+//! any order, so those results are bit-exact; a float sum is reassociated (allowed by the
+//! kernel semantics), so it may differ from the row-major sum by rounding — tests compare it
+//! with a bound of `count · ε · Σ|terms|`. Folding an identity lane never changes the
+//! accumulator: a sum starting at +0 never holds -0, and `max(x, -inf) = x`.
+
+use accy_ir::{BinaryOp, ReduceOp};
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynasmApi, DynasmLabelApi};
+
+use super::asm::{gpr, x64};
+use super::evex::{move_merge, Lanes};
+use super::kernel::{identity_bits, Emitter};
+use super::vector::{VectorPlan, ACC_REG};
+use super::X64Tier;
+use crate::target::EmitError;
+
+impl Emitter<'_> {
+    /// The innermost (reduced) dim `d`, vectorized, with its scalar tail.
+    pub(crate) fn emit_vector_reduction_dim(&mut self, d: usize) -> Result<(), EmitError> {
+        let Some(plan) = self.vplan.take() else {
+            return self.emit_loop(d, Self::emit_reduction_dim);
+        };
+        let result = self.emit_vector_reduction_loops(d, &plan);
+        self.vplan = Some(plan);
+        result
+    }
+
+    fn emit_vector_reduction_loops(
+        &mut self,
+        d: usize,
+        plan: &VectorPlan,
+    ) -> Result<(), EmitError> {
+        let Some(op) = self.k.reduction else {
+            return Err(self.unsupported("a vector reduction without a reduction"));
+        };
+        let dtype = self.dtype(self.k.result)?;
+        let (Some(identity), Some(acc_slot)) = (identity_bits(op, dtype), plan.acc_slot) else {
+            return Err(self.unsupported(format!("vector reduce {op} over {dtype}")));
+        };
+        let combine = match op {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Prod => BinaryOp::Mul,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::Min => BinaryOp::Min,
+        };
+        let (counter, acc) = (self.lay.counter[d], self.lay.acc);
+        let lanes = plan.lanes();
+        let [end, vtop, vcheck, ttop, tcheck] = [(); 5].map(|_| self.ops.new_dynamic_label());
+        self.emit_counter_start(d);
+        self.emit_bound(d, gpr::RCX);
+        x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
+        self.emit_uniform_prefix(plan)?;
+        self.vconst(ACC_REG, identity, plan.wide);
+        x64!(self.ops; jmp =>vcheck ; =>vtop);
+        self.emit_vector_body(plan)?;
+        let value = self.vsrc(plan, self.k.result, 0)?;
+        self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)?;
+        x64!(self.ops; add QWORD [rsp + counter], lanes as i32);
+        self.emit_map_step(d, lanes);
+        x64!(self.ops; =>vcheck);
+        self.emit_bound(d, gpr::RCX);
+        let spill = self.lay.vec_slot(acc_slot);
+        x64!(self.ops
+            ; mov rax, QWORD [rsp + counter] ; add rax, lanes as i32
+            ; cmp rax, rcx ; jbe =>vtop
+        );
+        let avx512 = self.tier == X64Tier::Avx512;
+        if avx512 {
+            // The remaining points as one masked iteration; masked-off lanes combine the
+            // identity (merged into ymm2), so they change nothing.
+            let fold = self.ops.new_dynamic_label();
+            self.emit_masked_tail(d, fold, |e| {
+                e.emit_vector_body(plan)?;
+                let value = e.vsrc(plan, e.k.result, 0)?;
+                e.vconst(2, identity, plan.wide);
+                let lanes = if plan.wide {
+                    Lanes::Qword
+                } else {
+                    Lanes::Dword
+                };
+                e.ops.extend(move_merge(lanes, 2, value, 1));
+                e.emit_vbinary(combine, dtype, plan.wide, ACC_REG, 2, ACC_REG)
+            })?;
+            x64!(self.ops; =>fold);
+        }
+        x64!(self.ops
+            ; vmovups [rsp + spill], Ry(ACC_REG)
+            // The fold and the tail are SSE code (and may call imports).
+            ; vzeroupper
+        );
+        let width = if plan.wide { 8 } else { 4 };
+        for lane in 0..lanes as i32 {
+            self.emit_combine(op, dtype, acc, spill + lane * width)?;
+        }
+        if avx512 {
+            x64!(self.ops; =>end);
+            self.emit_map_restore(d);
+            return Ok(());
+        }
+        x64!(self.ops; jmp =>tcheck ; =>ttop);
+        self.emit_nodes()?;
+        let result = self.slot(self.k.result)?;
+        self.emit_combine(op, dtype, acc, result)?;
+        x64!(self.ops; add QWORD [rsp + counter], 1);
+        self.emit_map_step(d, 1);
+        x64!(self.ops; =>tcheck);
+        self.emit_bound(d, gpr::RCX);
+        x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>ttop ; =>end);
+        self.emit_map_restore(d);
+        Ok(())
+    }
+}
