@@ -1,8 +1,46 @@
-//! accy's public facade: sessions that compile tensor programs and run them on caller memory.
+//! accy's public API: compile tensor programs to native code for this CPU and run them on
+//! memory the caller supplies.
 //!
-//! Planned contents (issue "x86-64 JIT end to end"): `Session`, `Handle`, `Error`/`Status`,
-//! `Descriptor`, and later models. Nothing is implemented yet, so this crate exports nothing;
-//! until then, programs are built, checked and interpreted with `accy-ir` and encoded with
-//! `accy-wire`.
+//! A host encodes a program as wire bytes (`accy_wire::encode`, or from another language per
+//! `docs/wire-format.md`), compiles it with [`Session::compile`] into one of
+//! [`MAX_PROGRAMS`] generation-checked slots, reads the [`Descriptor`]s of its inputs and
+//! outputs, and calls [`Session::invoke`] as often as it likes, from as many threads as it
+//! likes, each call with its own [`Scratch`] and buffers. Failures are [`Error`]s, each with a
+//! stable [`Status`] code for other languages.
+//!
+//! ```no_run
+//! use accy_ir::{Builder, DType, Type, UnaryOp};
+//! use accy_session::{Scratch, Session};
+//!
+//! let mut b = Builder::new();
+//! let x = b.input("x", Type::new(DType::F32, &[4])).unwrap();
+//! let y = b.unary(UnaryOp::Neg, x).unwrap();
+//! b.output(y).unwrap();
+//! let bytes = accy_wire::encode(&b.finish().unwrap());
+//!
+//! let session = Session::new().unwrap();
+//! let handle = session.compile(&bytes).unwrap();
+//! let input = [1.0f32, -2.0, 3.0, 0.0];
+//! let mut output = [0.0f32; 4];
+//! let mut scratch = Scratch::new();
+//! session
+//!     .invoke_typed(handle, &mut scratch, &[&input], &mut [&mut output])
+//!     .unwrap();
+//! assert_eq!(output, [-1.0, 2.0, -3.0, -0.0]);
+//! ```
 
 #![deny(missing_docs)]
+
+mod backend;
+mod descriptor;
+mod error;
+mod handle;
+mod mapping;
+mod session;
+
+pub use accy_executable::{Scratch, Tier, Weights};
+pub use descriptor::Descriptor;
+pub use error::{Cause, Error, Status};
+pub use handle::Handle;
+pub use mapping::SessionFailure;
+pub use session::{Session, SessionOptions, MAX_PROGRAMS};

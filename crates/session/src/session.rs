@@ -1,0 +1,350 @@
+//! The session: compile programs into generation-checked slots and run them.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use accy_executable::{prepare_borrowed, run, CpuInfo, LoadedArtifact, Scratch, Tier, Weights};
+use accy_ir::Program;
+use accy_lower::{Options, Target};
+use smallvec::SmallVec;
+
+use crate::handle::SlotTable;
+use crate::mapping::{Inner, SessionFailure};
+use crate::{Cause, Descriptor, Error, Handle};
+
+/// The most compiled programs one session holds at a time. Compiling another while all are
+/// live returns [`Error::TooManyPrograms`]; release one first.
+pub const MAX_PROGRAMS: usize = 64;
+
+/// One compiled, loaded program: immutable, shared by every invoke running it.
+#[derive(Debug)]
+struct Compiled {
+    loaded: LoadedArtifact,
+    inputs: Vec<Descriptor>,
+    outputs: Vec<Descriptor>,
+}
+
+/// How a [`Session`] generates code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionOptions {
+    /// The highest instruction-set tier generated code may use. `None` uses what the CPU
+    /// offers, lowered by the `ACCY_CPU_FEATURES_MAX` environment variable when it is set.
+    pub max_tier: Option<Tier>,
+    /// Whether float sum reductions (and so `dot`) may be reassociated for speed (default
+    /// `true`). Then they may differ from the reference interpreter's row-major sum by
+    /// rounding; with `false` every result is bit-identical to the interpreter's.
+    pub reassociate_float_sums: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            max_tier: None,
+            reassociate_float_sums: true,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// These options with `max_tier` set.
+    pub fn with_max_tier(mut self, tier: Tier) -> Self {
+        self.max_tier = Some(tier);
+        self
+    }
+
+    /// These options with `reassociate_float_sums` set.
+    pub fn with_reassociate_float_sums(mut self, allow: bool) -> Self {
+        self.reassociate_float_sums = allow;
+        self
+    }
+}
+
+/// A host creates a session to compile tensor programs for this CPU and run them on memory it
+/// supplies. Programs run forward only (no derivatives), with shapes fixed at compile time.
+///
+/// Thread contract: `Session` is `Send + Sync`. [`Session::invoke`] takes `&self` and may run
+/// on many threads at once, for the same handle or different ones; each call needs its own
+/// [`Scratch`] and buffers. Compiled code, plans and weights are immutable and shared; the slot
+/// table is locked only briefly to look a handle up, compile's insertion and release, never
+/// while a program runs. Releasing a handle while another thread runs it is safe: the running
+/// call keeps the program alive until it returns, and later calls get `InvalidHandle`.
+#[derive(Debug)]
+pub struct Session {
+    cpu: CpuInfo,
+    target: Box<dyn Target>,
+    options: Options,
+    table: RwLock<SlotTable<Arc<Compiled>, MAX_PROGRAMS>>,
+    last_cause: Mutex<Option<Cause>>,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Session>();
+    assert_send_sync::<Handle>();
+    assert_send_sync::<Error>();
+};
+
+impl Session {
+    /// A session generating code for this CPU (see [`SessionOptions::max_tier`]).
+    pub fn new() -> Result<Session, Error> {
+        Session::with_options(SessionOptions::default())
+    }
+
+    /// A session with explicit options, e.g. a lower instruction-set tier for testing.
+    pub fn with_options(options: SessionOptions) -> Result<Session, Error> {
+        let cpu = match options.max_tier {
+            Some(tier) => CpuInfo::detect_with_max_tier(tier),
+            None => CpuInfo::detect().map_err(|e| Inner::Cpu(e).into_error())?,
+        };
+        let target = crate::backend::host_target(&cpu, options.reassociate_float_sums)?;
+        Ok(Session {
+            cpu,
+            target,
+            options: Options::default(),
+            table: RwLock::new(SlotTable::new()),
+            last_cause: Mutex::new(None),
+        })
+    }
+
+    /// The name of the code generator in use (e.g. `x64-avx2`).
+    pub fn target_name(&self) -> &'static str {
+        self.target.name()
+    }
+
+    /// Compiles a program given as wire bytes (`docs/wire-format.md`) and loads it into a free
+    /// slot. Bad bytes are [`Error::InvalidProgram`] or [`Error::UnsupportedVersion`]; a
+    /// program the verifier refuses is `InvalidProgram`; a compile or load failure is
+    /// [`Error::CompileFailed`] or [`Error::OutOfMemory`]; a full table is
+    /// [`Error::TooManyPrograms`], checked first. The bytes may be freed once this returns:
+    /// decoding copies what it keeps. A program with weight parameters needs
+    /// [`Session::compile_with_weights`].
+    pub fn compile(&self, bytes: &[u8]) -> Result<Handle, Error> {
+        self.compile_with_weights(bytes, &Weights::empty())
+    }
+
+    /// Like [`Session::compile`], binding the program's weight parameters by name to
+    /// `weights`, which many programs may share (they are stored once). A missing or wrongly
+    /// sized weight is [`Error::InvalidBuffer`].
+    pub fn compile_with_weights(&self, bytes: &[u8], weights: &Weights) -> Result<Handle, Error> {
+        if !self.read_table().has_free() {
+            return Err(Error::TooManyPrograms);
+        }
+        let program = accy_wire::decode(bytes).map_err(|e| self.fail(Inner::Decode(e)))?;
+        self.compile_program_with_weights(&program, weights)
+    }
+
+    /// Compiles an already decoded [`Program`] (it is verified first); otherwise as
+    /// [`Session::compile_with_weights`].
+    pub fn compile_program_with_weights(
+        &self,
+        program: &Program,
+        weights: &Weights,
+    ) -> Result<Handle, Error> {
+        if !self.read_table().has_free() {
+            return Err(Error::TooManyPrograms);
+        }
+        accy_ir::verify(program).map_err(|e| self.fail(Inner::Verify(e)))?;
+        let artifact = accy_lower::compile(program, self.target.as_ref(), &self.options)
+            .map_err(|e| self.fail(Inner::Compile(e)))?;
+        let loaded = LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights)
+            .map_err(|e| self.fail(Inner::Load(e)))?;
+        let describe = |what: &'static str, types: Vec<&accy_ir::Type>| {
+            types
+                .into_iter()
+                .enumerate()
+                .map(|(index, ty)| {
+                    Descriptor::of(ty).ok_or_else(|| SessionFailure::TooLarge {
+                        what,
+                        index,
+                        ty: ty.clone(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let inputs = describe("input", program.inputs().map(|(_, p)| &p.ty).collect())
+            .map_err(|e| self.fail(Inner::Session(e)))?;
+        let output_types = program
+            .outputs
+            .iter()
+            .filter_map(|o| program.value_type(o.value))
+            .collect();
+        let outputs = describe("output", output_types).map_err(|e| self.fail(Inner::Session(e)))?;
+        let compiled = Arc::new(Compiled {
+            loaded,
+            inputs,
+            outputs,
+        });
+        self.write_table()
+            .insert(compiled)
+            .map_err(|_| Error::TooManyPrograms)
+    }
+
+    /// Frees the program `handle` names. Every copy of the handle is refused from then on
+    /// (the slot's generation moves on). A stale or foreign handle is [`Error::InvalidHandle`].
+    pub fn release(&self, handle: Handle) -> Result<(), Error> {
+        self.write_table()
+            .remove(handle)
+            .map(drop)
+            .ok_or(Error::InvalidHandle {
+                index: handle.index,
+                generation: handle.generation,
+            })
+    }
+
+    /// Descriptors of the program's inputs, in input order.
+    pub fn inputs(&self, handle: Handle) -> Result<Vec<Descriptor>, Error> {
+        Ok(self.lookup(handle)?.inputs.clone())
+    }
+
+    /// Descriptors of the program's outputs, in output order.
+    pub fn outputs(&self, handle: Handle) -> Result<Vec<Descriptor>, Error> {
+        Ok(self.lookup(handle)?.outputs.clone())
+    }
+
+    /// Number of live programs.
+    pub fn live_programs(&self) -> usize {
+        self.read_table().live()
+    }
+
+    /// Runs the program on caller buffers: `inputs` and `outputs` in the order of
+    /// [`Session::inputs`] and [`Session::outputs`]. Each buffer must have exactly the
+    /// descriptor's byte size and at least its alignment, and no output may share a byte with
+    /// an input or another output; otherwise [`Error::InvalidBuffer`] (a wrong buffer count is
+    /// returned directly, without touching [`Session::last_cause`]). Inputs are only read,
+    /// never written, even for a program that donates an input. `scratch` is reusable
+    /// memory for this call: pass the same one to later calls and invoke allocates nothing.
+    pub fn invoke(
+        &self,
+        handle: Handle,
+        scratch: &mut Scratch,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<(), Error> {
+        let compiled = self.lookup(handle)?;
+        for (what, expected, actual) in [
+            ("input", compiled.inputs.len(), inputs.len()),
+            ("output", compiled.outputs.len(), outputs.len()),
+        ] {
+            if expected != actual {
+                let failure = SessionFailure::Count {
+                    what,
+                    expected,
+                    actual,
+                };
+                return Err(Error::InvalidBuffer(Arc::new(failure)));
+            }
+        }
+        let bindings = prepare_borrowed(&compiled.loaded, inputs, outputs, scratch)
+            .map_err(|e| self.fail(Inner::Bind(e)))?;
+        run(bindings).map_err(|e| self.fail(Inner::Launch(e)))
+    }
+
+    /// [`Session::invoke`] over typed slices (`&[f32]`, `&mut [i64]`, …): each slice is viewed
+    /// as its bytes, so its element type must match the descriptor's dtype in size.
+    pub fn invoke_typed<I: bytemuck::Pod, O: bytemuck::Pod>(
+        &self,
+        handle: Handle,
+        scratch: &mut Scratch,
+        inputs: &[&[I]],
+        outputs: &mut [&mut [O]],
+    ) -> Result<(), Error> {
+        let compiled = self.lookup(handle)?;
+        check_typed(
+            "input",
+            &compiled.inputs,
+            inputs.iter().map(|s| s.len()),
+            size_of::<I>(),
+        )?;
+        check_typed(
+            "output",
+            &compiled.outputs,
+            outputs.iter().map(|s| s.len()),
+            size_of::<O>(),
+        )?;
+        // Inline capacity covers typical programs, so this convenience allocates nothing either.
+        let input_bytes: SmallVec<[&[u8]; 8]> =
+            inputs.iter().map(|s| bytemuck::cast_slice(s)).collect();
+        let mut output_bytes: SmallVec<[&mut [u8]; 8]> = outputs
+            .iter_mut()
+            .map(|s| bytemuck::cast_slice_mut(s))
+            .collect();
+        self.invoke(handle, scratch, &input_bytes, &mut output_bytes)
+    }
+
+    /// The inner error behind the most recent failure that went through the session's error
+    /// mapping (decode, verify, compile, load, buffer binding, launch), on any thread. For
+    /// hosts that see only status codes; with concurrent calls "most recent" is whichever
+    /// failure recorded last, so a Rust caller should read the returned [`Error`]'s
+    /// `source()` instead, which is always this call's own cause. Failures returned directly —
+    /// a full table, a stale handle, a buffer-count mismatch — leave it unchanged.
+    pub fn last_cause(&self) -> Option<Cause> {
+        self.last_cause
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn fail(&self, inner: Inner) -> Error {
+        let error = inner.into_error();
+        if let Some(cause) = error.cause() {
+            *self
+                .last_cause
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(cause.clone());
+        }
+        error
+    }
+
+    fn lookup(&self, handle: Handle) -> Result<Arc<Compiled>, Error> {
+        self.read_table()
+            .get(handle)
+            .cloned()
+            .ok_or(Error::InvalidHandle {
+                index: handle.index,
+                generation: handle.generation,
+            })
+    }
+
+    // A panic while holding the table lock cannot leave it inconsistent (every mutation is a
+    // single assignment), so a poisoned lock is still safe to use.
+    fn read_table(&self) -> std::sync::RwLockReadGuard<'_, SlotTable<Arc<Compiled>, MAX_PROGRAMS>> {
+        self.table.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_table(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, SlotTable<Arc<Compiled>, MAX_PROGRAMS>> {
+        self.table.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn check_typed(
+    what: &'static str,
+    descriptors: &[Descriptor],
+    lens: impl ExactSizeIterator<Item = usize>,
+    element: usize,
+) -> Result<(), Error> {
+    if lens.len() != descriptors.len() {
+        let failure = SessionFailure::Count {
+            what,
+            expected: descriptors.len(),
+            actual: lens.len(),
+        };
+        return Err(Error::InvalidBuffer(Arc::new(failure)));
+    }
+    for (index, (len, d)) in lens.zip(descriptors).enumerate() {
+        let actual = len.saturating_mul(element);
+        if element != d.dtype.size_bytes() as usize || actual != d.byte_size {
+            let failure = SessionFailure::Typed {
+                what,
+                index,
+                element,
+                actual,
+                expected: d.byte_size,
+                dtype: d.dtype,
+            };
+            return Err(Error::InvalidBuffer(Arc::new(failure)));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! Differential tests: random programs compiled for every x86-64 tier this machine supports,
+//! run on buffers that end at a guard page, compared with the reference interpreter.
+//!
+//! Comparison rules, written down:
+//! - With float-sum reassociation off (`differential_*`), every output is bit-exact for every
+//!   dtype, except that any NaN equals any NaN (op.rs leaves NaN payloads unspecified). That
+//!   holds because kernels then evaluate in the interpreter's order and approximated math
+//!   (exp, log, tanh, sigmoid, erf, sin, cos, pow, float rem) calls the runtime's import
+//!   table, which uses the interpreter's own functions: the ULP bound of every op is 0.
+//! - With reassociation on (the default; `reassociated_sums_*`), a float sum of `n` terms may
+//!   differ from the row-major sum by at most `2·n·ε·Σ|terms|` (ε the dtype's epsilon); those
+//!   tests check sums directly, since a later op (a compare, say) can turn any rounding
+//!   difference into an arbitrary one.
+//!
+//! A failing case prints the program in the text format, ready to paste as a regression test.
+
+use accy_executable::GuardedBuffer;
+use accy_ir::interp::eval;
+use accy_ir::{gen, text, ParamKind, Program, Tensor, TensorData};
+use accy_session::{Scratch, Session, SessionOptions, Tier, Weights};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+fn same(expected: &TensorData, actual: &[u8]) -> bool {
+    let Some(actual) = TensorData::from_le_bytes(expected.dtype(), actual) else {
+        return false;
+    };
+    match (expected, &actual) {
+        (TensorData::F32(a), TensorData::F32(b)) => a
+            .iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())),
+        (TensorData::F64(a), TensorData::F64(b)) => a
+            .iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())),
+        _ => *expected == actual,
+    }
+}
+
+fn guarded(bytes: &[u8], align: usize) -> GuardedBuffer {
+    let mut g = GuardedBuffer::with_alignment(bytes.len(), align, 0).unwrap();
+    g.as_mut_slice().copy_from_slice(bytes);
+    g
+}
+
+fn check(session: &Session, program: &Program, args: &[Tensor]) -> Result<(), TestCaseError> {
+    let expected = eval(program, args).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let weights: Vec<(String, Vec<u8>)> = program
+        .params
+        .iter()
+        .zip(args)
+        .filter(|(p, _)| p.kind == ParamKind::Weight)
+        .map(|(p, a)| (p.name.clone(), a.data().to_le_bytes()))
+        .collect();
+    let weight_refs: Vec<(&str, &[u8])> = weights
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let weights = Weights::new(&weight_refs).unwrap();
+    let listing = text::print(program);
+    let h = session
+        .compile_program_with_weights(program, &weights)
+        .map_err(|e| TestCaseError::fail(format!("compile failed: {e}\n{listing}")))?;
+    let inputs: Vec<GuardedBuffer> = program
+        .params
+        .iter()
+        .zip(args)
+        .filter(|(p, _)| p.kind == ParamKind::Input)
+        .map(|(p, a)| guarded(&a.data().to_le_bytes(), p.ty.dtype.alignment() as usize))
+        .collect();
+    let mut outputs: Vec<GuardedBuffer> = session
+        .outputs(h)
+        .unwrap()
+        .iter()
+        .map(|d| GuardedBuffer::with_alignment(d.byte_size, d.alignment, 0).unwrap())
+        .collect();
+    let input_refs: Vec<&[u8]> = inputs.iter().map(|g| g.as_slice()).collect();
+    let mut output_refs: Vec<&mut [u8]> = outputs.iter_mut().map(|g| g.as_mut_slice()).collect();
+    let result = session.invoke(h, &mut Scratch::new(), &input_refs, &mut output_refs);
+    session.release(h).unwrap();
+    result.map_err(|e| TestCaseError::fail(format!("invoke failed: {e}\n{listing}")))?;
+    for (i, (want, got)) in expected.iter().zip(&outputs).enumerate() {
+        prop_assert!(
+            same(want.data(), got.as_slice()),
+            "output {i} differs on {}\nexpected {:?}\ngot bytes {:?}\nprogram:\n{listing}",
+            session.target_name(),
+            want.data(),
+            got.as_slice()
+        );
+    }
+    Ok(())
+}
+
+fn run_tier(tier: Tier, expected_name: &str) {
+    let options = SessionOptions::default()
+        .with_max_tier(tier)
+        .with_reassociate_float_sums(false);
+    let session = Session::with_options(options).unwrap();
+    if session.target_name() != expected_name {
+        // This CPU lacks the tier; the log shows the test ran nothing.
+        #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
+        {
+            eprintln!(
+                "skipping {expected_name}: this CPU runs {}",
+                session.target_name()
+            );
+        }
+        return;
+    }
+    let cases = std::env::var("ACCY_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    });
+    let result = runner.run(&gen::arb_program_and_args(), |(program, args)| {
+        check(&session, &program, &args)
+    });
+    // The reason already holds the failing program as text; skip proptest's Debug dump.
+    match result {
+        Ok(()) => {}
+        Err(proptest::test_runner::TestError::Fail(reason, _)) => panic!("{reason}"),
+        Err(other) => panic!("{other}"),
+    }
+}
+
+#[test]
+fn differential_sse2() {
+    run_tier(Tier::Baseline, "x64-sse2");
+}
+
+#[test]
+fn differential_avx2() {
+    run_tier(Tier::Avx2, "x64-avx2");
+}
+
+#[test]
+fn differential_avx512() {
+    run_tier(Tier::Avx512, "x64-avx512");
+}
+
+/// Float sums with reassociation on: `reduce sum` over the inner axis of random finite data,
+/// within `2·n·ε·Σ|terms|` of the interpreter's row-major sum.
+fn reassociated_sums(tier: Tier, expected_name: &str) {
+    let session = Session::with_options(SessionOptions::default().with_max_tier(tier)).unwrap();
+    if session.target_name() != expected_name {
+        #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
+        {
+            eprintln!(
+                "skipping {expected_name}: this CPU runs {}",
+                session.target_name()
+            );
+        }
+        return;
+    }
+    let strategy = (1u64..6, 0u64..300).prop_flat_map(|(rows, n)| {
+        (
+            Just((rows, n)),
+            proptest::collection::vec(-1e6f32..1e6, (rows * n) as usize),
+        )
+    });
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |((rows, n), data)| {
+            let mut b = accy_ir::Builder::new();
+            let x = b
+                .input("x", accy_ir::Type::new(accy_ir::DType::F32, &[rows, n]))
+                .unwrap();
+            let s = b.reduce(accy_ir::ReduceOp::Sum, x, &[1]).unwrap();
+            b.output(s).unwrap();
+            let program = b.finish().unwrap();
+            let h = session
+                .compile_program_with_weights(&program, &Weights::empty())
+                .unwrap();
+            let mut out = vec![0.0f32; rows as usize];
+            session
+                .invoke_typed(h, &mut Scratch::new(), &[&data], &mut [&mut out])
+                .unwrap();
+            session.release(h).unwrap();
+            let expected = eval(&program, &[Tensor::f32s(&[rows, n], data.clone())]).unwrap();
+            let TensorData::F32(want) = expected[0].data() else {
+                unreachable!()
+            };
+            for r in 0..rows as usize {
+                let terms = &data[r * n as usize..(r + 1) * n as usize];
+                let abs: f64 = terms.iter().map(|v| f64::from(v.abs())).sum();
+                let bound = 2.0 * n as f64 * f64::from(f32::EPSILON) * abs;
+                let diff = (f64::from(out[r]) - f64::from(want[r])).abs();
+                prop_assert!(
+                    diff <= bound,
+                    "row {r}: {} vs {} (bound {bound})",
+                    out[r],
+                    want[r]
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn reassociated_sums_sse2() {
+    reassociated_sums(Tier::Baseline, "x64-sse2");
+}
+
+#[test]
+fn reassociated_sums_avx2() {
+    reassociated_sums(Tier::Avx2, "x64-avx2");
+}
+
+#[test]
+fn reassociated_sums_avx512() {
+    reassociated_sums(Tier::Avx512, "x64-avx512");
+}

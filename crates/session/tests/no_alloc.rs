@@ -1,0 +1,80 @@
+//! After warm-up, an invoke allocates nothing (a counting global allocator proves it).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use accy_ir::{BinaryOp, Builder, DType, ReduceOp, Type, UnaryOp};
+use accy_session::{Scratch, Session};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; it only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: as for `realloc` itself.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn invoke_allocates_nothing_after_warm_up() {
+    // A program with scratch (the exp result feeds a reduction and an output).
+    let mut b = Builder::new();
+    let x = b.input("x", Type::new(DType::F32, &[8, 16])).unwrap();
+    let e = b.unary(UnaryOp::Exp, x).unwrap();
+    let s = b.reduce(ReduceOp::Sum, e, &[1]).unwrap();
+    let sb = b.broadcast(s, &[8, 16], &[0]).unwrap();
+    let y = b.binary(BinaryOp::Div, e, sb).unwrap();
+    b.output(y).unwrap();
+    b.output(s).unwrap();
+    let bytes = accy_wire::encode(&b.finish().unwrap());
+
+    let session = Session::new().unwrap();
+    let h = session.compile(&bytes).unwrap();
+    let x = vec![0.5f32; 128];
+    let (mut y, mut s) = (vec![0.0f32; 128], vec![0.0f32; 8]);
+    let mut scratch = Scratch::new();
+    let xb: &[u8] = bytemuck::cast_slice(&x);
+    session
+        .invoke(
+            h,
+            &mut scratch,
+            &[xb],
+            &mut [
+                bytemuck::cast_slice_mut(&mut y),
+                bytemuck::cast_slice_mut(&mut s),
+            ],
+        )
+        .unwrap();
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    for _ in 0..100 {
+        let mut outs: [&mut [u8]; 2] = [
+            bytemuck::cast_slice_mut(&mut y),
+            bytemuck::cast_slice_mut(&mut s),
+        ];
+        session.invoke(h, &mut scratch, &[xb], &mut outs).unwrap();
+    }
+    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    assert_eq!(
+        after - before,
+        0,
+        "invoke allocated {} times in 100 calls",
+        after - before
+    );
+    assert!((s[0] - 16.0 * 0.5f32.exp()).abs() < 1e-4);
+}
