@@ -38,8 +38,25 @@ fn same(expected: &TensorData, actual: &[u8]) -> bool {
     }
 }
 
-fn guarded(bytes: &[u8], align: usize) -> GuardedBuffer {
-    let mut g = GuardedBuffer::with_alignment(bytes.len(), align, 0).unwrap();
+/// Where a test buffer sits: its last byte against the trailing guard page, or its first byte
+/// right after the leading one (page-aligned start). Every case runs with both, so an access
+/// one element past either end faults.
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    EndAtGuard,
+    StartAtGuard,
+}
+
+fn buffer(len: usize, align: usize, placement: Placement) -> GuardedBuffer {
+    let align = match placement {
+        Placement::EndAtGuard => align,
+        Placement::StartAtGuard => 4096,
+    };
+    GuardedBuffer::with_alignment(len, align, 0).unwrap()
+}
+
+fn guarded(bytes: &[u8], align: usize, placement: Placement) -> GuardedBuffer {
+    let mut g = buffer(bytes.len(), align, placement);
     g.as_mut_slice().copy_from_slice(bytes);
     g
 }
@@ -62,34 +79,44 @@ fn check(session: &Session, program: &Program, args: &[Tensor]) -> Result<(), Te
     let h = session
         .compile_program_with_weights(program, &weights)
         .map_err(|e| TestCaseError::fail(format!("compile failed: {e}\n{listing}")))?;
-    let inputs: Vec<GuardedBuffer> = program
-        .params
-        .iter()
-        .zip(args)
-        .filter(|(p, _)| p.kind == ParamKind::Input)
-        .map(|(p, a)| guarded(&a.data().to_le_bytes(), p.ty.dtype.alignment() as usize))
-        .collect();
-    let mut outputs: Vec<GuardedBuffer> = session
-        .outputs(h)
-        .unwrap()
-        .iter()
-        .map(|d| GuardedBuffer::with_alignment(d.byte_size, d.alignment, 0).unwrap())
-        .collect();
-    let input_refs: Vec<&[u8]> = inputs.iter().map(|g| g.as_slice()).collect();
-    let mut output_refs: Vec<&mut [u8]> = outputs.iter_mut().map(|g| g.as_mut_slice()).collect();
-    let result = session.invoke(h, &mut Scratch::new(), &input_refs, &mut output_refs);
+    let outcome = [Placement::EndAtGuard, Placement::StartAtGuard]
+        .into_iter()
+        .try_for_each(|placement| {
+            let inputs: Vec<GuardedBuffer> = program
+                .params
+                .iter()
+                .zip(args)
+                .filter(|(p, _)| p.kind == ParamKind::Input)
+                .map(|(p, a)| {
+                    let align = p.ty.dtype.alignment() as usize;
+                    guarded(&a.data().to_le_bytes(), align, placement)
+                })
+                .collect();
+            let mut outputs: Vec<GuardedBuffer> = session
+                .outputs(h)
+                .unwrap()
+                .iter()
+                .map(|d| buffer(d.byte_size, d.alignment, placement))
+                .collect();
+            let input_refs: Vec<&[u8]> = inputs.iter().map(|g| g.as_slice()).collect();
+            let mut output_refs: Vec<&mut [u8]> =
+                outputs.iter_mut().map(|g| g.as_mut_slice()).collect();
+            session
+                .invoke(h, &mut Scratch::new(), &input_refs, &mut output_refs)
+                .map_err(|e| TestCaseError::fail(format!("invoke failed: {e}\n{listing}")))?;
+            for (i, (want, got)) in expected.iter().zip(&outputs).enumerate() {
+                prop_assert!(
+                    same(want.data(), got.as_slice()),
+                    "output {i} differs on {} ({placement:?})\nexpected {:?}\ngot bytes {:?}\nprogram:\n{listing}",
+                    session.target_name(),
+                    want.data(),
+                    got.as_slice()
+                );
+            }
+            Ok(())
+        });
     session.release(h).unwrap();
-    result.map_err(|e| TestCaseError::fail(format!("invoke failed: {e}\n{listing}")))?;
-    for (i, (want, got)) in expected.iter().zip(&outputs).enumerate() {
-        prop_assert!(
-            same(want.data(), got.as_slice()),
-            "output {i} differs on {}\nexpected {:?}\ngot bytes {:?}\nprogram:\n{listing}",
-            session.target_name(),
-            want.data(),
-            got.as_slice()
-        );
-    }
-    Ok(())
+    outcome
 }
 
 fn run_tier(tier: Tier, expected_name: &str) {
