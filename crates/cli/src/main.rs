@@ -1,33 +1,49 @@
 //! The `accy` command.
 //!
 //! Exit codes, for scripts: 0 success; 1 the program is invalid (bytes, text or types);
-//! 2 bad command-line usage; 3 a file could not be read or written.
+//! 2 bad command-line usage (including input values that do not fit the program); 3 a file
+//! could not be read or written (including a malformed `.npy` file); 4 the program could not
+//! be compiled or run on this machine.
 
+#![deny(missing_docs)]
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
     reason = "a command-line tool reports on the terminal"
 )]
 
-use std::path::{Path, PathBuf};
+mod cmd;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use accy_ir::{text, verify, Program};
 use clap::{Parser, Subcommand};
 
-/// Check and convert accy tensor programs.
+use cmd::TargetName;
+
+/// Check, convert, run, benchmark and inspect accy tensor programs.
 ///
 /// A program file is either text (the format in docs/text-format.md, usually `*.accy`) or wire
 /// bytes (docs/wire-format.md, usually `*.accyb`); the command tells them apart by the wire
-/// magic at the start.
+/// magic at the start. Examples live in `examples/`:
+///
+///   accy run examples/mlp.accy
+///   accy bench examples/transformer_block.accy --threads 2
+///   accy inspect examples/softmax.accy --target x64-avx2
 #[derive(Parser, Debug)]
-#[command(name = "accy", version, after_help = EXIT_CODES)]
+#[command(name = "accy", version, after_help = EXIT_CODES, verbatim_doc_comment)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 success, 1 invalid program, 2 usage error, 3 I/O error.";
+const EXIT_CODES: &str = "Exit codes: 0 success, 1 invalid program, 2 usage error (bad \
+arguments, or input values that do not fit the program), 3 I/O error (a file could not be read \
+or written, or is not a valid .npy file), 4 runtime failure (the program could not be compiled, \
+loaded or run on this machine, e.g. the CPU lacks the requested --target).";
+
+const TARGET_HELP: &str = "Code generator: x64-sse2, x64-avx2 or x64-avx512 (default: the best \
+this CPU runs, lowered by ACCY_CPU_FEATURES_MAX).";
 
 #[derive(Subcommand, Debug)]
 enum Command {
@@ -51,75 +67,148 @@ enum Command {
         #[arg(long)]
         text: bool,
     },
-}
-
-/// A failure with the exit code it maps to.
-enum Failure {
-    Invalid(String),
-    Io(String),
+    /// Compile FILE for this CPU, run it once and summarise its outputs.
+    ///
+    /// Every input and weight not given on the command line is filled with seeded random
+    /// values (floats uniform in [-1, 1), i32/i64 in [-100, 100], u8 in [0, 255], bool fair
+    /// coin), the same for the same --seed. Each output is printed as its type, first values
+    /// and min/max/mean, and with --output-dir written as `out0.npy`, `out1.npy`, ….
+    ///
+    /// Examples:
+    ///   accy run examples/mlp.accy --seed 7 --output-dir /tmp/out
+    ///   accy run prog.accy --input x=@x.npy --input scale=2.5 --weight w=[1,2,3]
+    #[command(verbatim_doc_comment)]
+    Run {
+        /// Program file (text or wire).
+        file: PathBuf,
+        /// An input's value: `NAME=@file.npy`, or a literal in the text format's syntax
+        /// (`x=[[1,2],[3,4]]`, a flat row-major list `x=[1,2,3,4]`, or a scalar `s=2.5`).
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// A weight's value, as for --input.
+        #[arg(long = "weight", value_name = "NAME=VALUE")]
+        weights: Vec<String>,
+        /// Seed of the random values of parameters not given.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write each output to DIR/out<N>.npy (the directory is created if needed).
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
+        target: Option<TargetName>,
+        /// Never reassociate float sums, so results are bit-identical to the reference
+        /// interpreter's (slower reductions and dots).
+        #[arg(long)]
+        exact: bool,
+    },
+    /// Time compiling and running FILE on seeded random inputs and weights.
+    ///
+    /// Reports the median compile time over several compiles (each in a fresh session), the
+    /// latency of one invocation (min, p50, p90, p99), throughput (invocations per second,
+    /// summed over threads), GFLOPS and GB/s. FLOPs count per IR instruction: a dot is
+    /// 2·m·n·k·batch, an elementwise op 1 per result element, a reduce 1 per operand element,
+    /// movement ops 0. GB/s counts input plus output bytes per invocation (weights are shown
+    /// separately). A progress line goes to stderr once a run passes 2 seconds.
+    ///
+    /// Example: accy bench examples/mlp_b64.accy --seconds 5 --threads 2
+    Bench {
+        /// Program file (text or wire).
+        file: PathBuf,
+        /// Untimed invocations per thread before measuring.
+        #[arg(long, default_value_t = 3)]
+        warmup: u64,
+        /// Timed invocations per thread (default: run for --seconds).
+        #[arg(long, conflicts_with = "seconds")]
+        iters: Option<u64>,
+        /// Seconds to measure for, when --iters is not given [default: 2].
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Threads invoking the program at once, each with its own scratch and buffers.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Seed of the random inputs and weights.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
+        target: Option<TargetName>,
+        /// Never reassociate float sums (as for `run --exact`).
+        #[arg(long)]
+        exact: bool,
+    },
+    /// Show what FILE compiles to: slots with their byte sizes and the scratch total, the
+    /// launch commands, then each kernel (its iteration space, bindings and fused node list)
+    /// with the disassembly of its generated code.
+    ///
+    /// The code is generated for the target given, which need not run on this CPU.
+    ///
+    /// Example: accy inspect examples/layernorm.accy --target x64-sse2
+    Inspect {
+        /// Program file (text or wire).
+        file: PathBuf,
+        #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
+        target: Option<TargetName>,
+        /// Generate code that never reassociates float sums (as for `run --exact`).
+        #[arg(long)]
+        exact: bool,
+        /// Leave out the disassembly.
+        #[arg(long)]
+        no_disassembly: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { file } => check(&file),
-        Command::Compile { file, output, text } => compile(&file, &output, text),
+        Command::Check { file } => cmd::check(&file),
+        Command::Compile { file, output, text } => cmd::compile(&file, &output, text),
+        Command::Run {
+            file,
+            inputs,
+            weights,
+            seed,
+            output_dir,
+            target,
+            exact,
+        } => cmd::run::run(&cmd::run::RunArgs {
+            file,
+            inputs,
+            weights,
+            seed,
+            output_dir,
+            target,
+            exact,
+        }),
+        Command::Bench {
+            file,
+            warmup,
+            iters,
+            seconds,
+            threads,
+            seed,
+            target,
+            exact,
+        } => cmd::bench::bench(&cmd::bench::BenchArgs {
+            file,
+            warmup,
+            iters,
+            seconds,
+            threads,
+            seed,
+            target,
+            exact,
+        }),
+        Command::Inspect {
+            file,
+            target,
+            exact,
+            no_disassembly,
+        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Invalid(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Io(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(3)
+        Err(failure) => {
+            eprintln!("error: {}", failure.message());
+            ExitCode::from(failure.code())
         }
     }
-}
-
-fn check(file: &Path) -> Result<(), Failure> {
-    let program = load(file)?;
-    println!(
-        "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
-        file.display(),
-        program.inputs().count(),
-        program.weights().count(),
-        program.instructions.len(),
-        program.outputs.len()
-    );
-    Ok(())
-}
-
-fn compile(file: &Path, output: &Path, as_text: bool) -> Result<(), Failure> {
-    let program = load(file)?;
-    let bytes = if as_text {
-        text::print(&program).into_bytes()
-    } else {
-        accy_wire::encode(&program)
-    };
-    let written = if output == Path::new("-") {
-        use std::io::Write;
-        std::io::stdout().write_all(&bytes)
-    } else {
-        std::fs::write(output, &bytes)
-    };
-    written.map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
-}
-
-/// Reads, decodes or parses, and verifies a program file.
-fn load(file: &Path) -> Result<Program, Failure> {
-    let bytes =
-        std::fs::read(file).map_err(|e| Failure::Io(format!("reading {}: {e}", file.display())))?;
-    let name = file.display();
-    let program = if bytes.starts_with(&accy_wire::MAGIC) {
-        accy_wire::decode(&bytes).map_err(|e| Failure::Invalid(format!("{name}: {e}")))?
-    } else {
-        let source = std::str::from_utf8(&bytes).map_err(|e| {
-            Failure::Invalid(format!("{name}: neither wire bytes nor UTF-8 text ({e})"))
-        })?;
-        text::parse(source).map_err(|e| Failure::Invalid(format!("{name}:{e}")))?
-    };
-    verify(&program).map_err(|e| Failure::Invalid(format!("{name}: {e}")))?;
-    Ok(program)
 }

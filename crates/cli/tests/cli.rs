@@ -117,7 +117,15 @@ fn help_lists_the_commands_and_exit_codes() {
     let out = accy(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    for needle in ["check", "compile", "Exit codes"] {
+    for needle in [
+        "check",
+        "compile",
+        "run",
+        "bench",
+        "inspect",
+        "Exit codes",
+        "4 runtime failure",
+    ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
 }

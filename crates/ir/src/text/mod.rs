@@ -46,6 +46,15 @@ pub fn parse(text: &str) -> Result<Program, ParseError> {
     parse::program(text).map_err(|fail| ParseError::new(text, fail))
 }
 
+/// The tensor of type `ty` spelled by `text`, which must hold exactly one literal in the
+/// syntax of a `constant` (docs/text-format.md): a bare value for a scalar type (`2.5`,
+/// `-inf`, `true`), nested lists matching the dims or one flat row-major list otherwise
+/// (`[[1, 2], [3, 4]]` or `[1, 2, 3, 4]` for `i32[2,2]`). For tools that take tensor values
+/// on a command line; errors carry the position within `text`.
+pub fn parse_literal(text: &str, ty: &crate::Type) -> Result<crate::Tensor, ParseError> {
+    parse::literal_tensor(text, ty).map_err(|fail| ParseError::new(text, fail))
+}
+
 /// The printed line of parameter `i` (`%0 = input "x" : f32[2]`), without indentation or
 /// newline; a placeholder naming `i` if the program has no such parameter.
 pub fn param_text(program: &Program, i: usize) -> String {

@@ -25,6 +25,25 @@ pub(super) fn program(text: &str) -> Result<Program, Fail> {
     Ok(parser.program)
 }
 
+/// Parses one literal that must make up all of `text`, as a tensor of type `ty`.
+pub(super) fn literal_tensor(text: &str, ty: &Type) -> Result<crate::Tensor, Fail> {
+    let mut parser = Parser {
+        lexer: Lexer::new(text),
+        peeked: None,
+        names: HashMap::new(),
+        program: Program::default(),
+    };
+    let literal = parser.literal(0)?;
+    let tok = parser.next()?;
+    if tok.kind != Kind::Eof {
+        return fail(
+            tok.pos,
+            format!("unexpected {} after the literal", tok.kind),
+        );
+    }
+    super::literal::tensor(&literal, ty)
+}
+
 struct Parser<'a> {
     lexer: Lexer<'a>,
     /// The lookahead token, lexed only when the parser asks for it.

@@ -17,3 +17,26 @@ fn parsed(text: &str) -> Program {
         Err(e) => panic!("parse failed:\n{e}\nin:\n{text}"),
     }
 }
+
+#[test]
+fn a_literal_alone_parses_against_a_type() {
+    use super::parse_literal;
+    use crate::{Tensor, TensorData};
+    let m = parse_literal("[[1, 2], [3, 4]]", &t(DType::I32, &[2, 2])).unwrap();
+    assert_eq!(
+        m,
+        Tensor::new(&[2, 2], TensorData::I32(vec![1, 2, 3, 4])).unwrap()
+    );
+    let flat = parse_literal(" [1.5, -inf] ", &t(DType::F32, &[2])).unwrap();
+    assert_eq!(
+        flat.data().to_le_bytes(),
+        [1.5f32, f32::NEG_INFINITY].map(f32::to_le_bytes).concat()
+    );
+    let s = parse_literal("true", &t(DType::Bool, &[])).unwrap();
+    assert_eq!(s, Tensor::new(&[], TensorData::Bool(vec![true])).unwrap());
+    let e = parse_literal("[1, 2, 3]", &t(DType::F32, &[2])).unwrap_err();
+    assert!(e.message.contains("3 elements"), "{e}");
+    let e = parse_literal("2.5 7", &t(DType::F32, &[])).unwrap_err();
+    assert_eq!((e.line, e.column), (1, 5));
+    assert!(parse_literal("300", &t(DType::U8, &[])).is_err());
+}
