@@ -15,12 +15,20 @@ macro_rules! bail {
 /// The largest byte size a value may have: sizes must fit `isize` on 64-bit hosts.
 const MAX_BYTES: u64 = i64::MAX as u64;
 
-/// Checks that a type can exist: rank ≤ [`MAX_RANK`] and a byte size that fits in `isize`.
+/// Checks that a type can exist: rank ≤ [`MAX_RANK`], and the product of its non-zero dims
+/// times the element size fits in `isize`. Ignoring zero dims makes the rule independent of
+/// axis order (a transpose of a valid type is valid) and keeps every row-major stride of a
+/// valid type within `i64`, even for an empty tensor.
 pub(crate) fn check_type(ty: &Type) -> Result<(), TypeError> {
     if ty.rank() > MAX_RANK {
         bail!("rank {} exceeds the maximum of {MAX_RANK}", ty.rank());
     }
-    match ty.byte_size() {
+    let extent = ty
+        .dims
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(ty.dtype.size_bytes(), |acc, &d| acc.checked_mul(d));
+    match extent {
         Some(b) if b <= MAX_BYTES => Ok(()),
         _ => bail!("type {ty} is larger than {MAX_BYTES} bytes"),
     }
@@ -235,12 +243,18 @@ fn infer_unchecked(op: &Op, t: &[&Type]) -> Result<Type, TypeError> {
             let mut dims = Dims::new();
             for i in 0..r {
                 let d = i128::from(x.dims[i]);
-                let gaps = (d - 1).max(0) * i128::from(interior[i]);
-                let n = i128::from(low[i]) + i128::from(high[i]) + d + gaps;
-                if n < 0 || n > i128::from(u64::MAX) {
-                    bail!("pad axis {i} gives dim {n}");
+                // Each term is below 2^64 in magnitude, so only the product can overflow i128.
+                let n = (d - 1)
+                    .max(0)
+                    .checked_mul(i128::from(interior[i]))
+                    .and_then(|gaps| {
+                        gaps.checked_add(i128::from(low[i]) + i128::from(high[i]) + d)
+                    });
+                match n {
+                    Some(n) if (0..=i128::from(u64::MAX)).contains(&n) => dims.push(n as u64),
+                    Some(n) => bail!("pad axis {i} gives dim {n}"),
+                    None => bail!("pad axis {i} overflows"),
                 }
-                dims.push(n as u64);
             }
             Ok(Type {
                 dtype: x.dtype,

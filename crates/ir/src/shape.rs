@@ -66,8 +66,12 @@ impl Type {
     }
 }
 
-/// The product of `dims`, or `None` if it overflows `u64`. The empty product is 1.
+/// The product of `dims`, or `None` if it overflows `u64`. The empty product is 1, and any
+/// zero dim makes it 0 whatever the other dims are.
 pub fn element_count(dims: &[Dim]) -> Option<u64> {
+    if dims.contains(&0) {
+        return Some(0);
+    }
     dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
@@ -111,6 +115,9 @@ mod tests {
             None
         );
         assert_eq!(Type::new(DType::F64, &[1 << 62]).byte_size(), None);
+        // A zero dim anywhere makes the count 0, whatever comes before it.
+        assert_eq!(element_count(&[1 << 63, 2, 0]), Some(0));
+        assert_eq!(element_count(&[0, 1 << 63, 2]), Some(0));
         assert_eq!(t.to_string(), "f32[2,3,4]");
         assert_eq!(Type::scalar(DType::Bool).to_string(), "bool[]");
     }

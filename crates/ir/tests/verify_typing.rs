@@ -542,3 +542,59 @@ fn result_byte_size_overflow_is_refused() {
     );
     expect_error(&p, Location::Instruction(0), &["larger than"]);
 }
+
+#[test]
+fn huge_dims_of_empty_types_neither_panic_nor_depend_on_axis_order() {
+    // An empty input whose other dim is huge: valid in either axis order...
+    let big = u64::MAX;
+    let p = one_op(
+        &[f32s(&[0, 2])],
+        Op::Reverse {
+            x: v(0),
+            axes: axes(&[0]),
+        },
+        f32s(&[0, 2]),
+    );
+    assert!(accy_ir::verify(&p).is_ok());
+    for order in [[0, big], [big, 0]] {
+        let p = one_op(
+            &[f32s(&order)],
+            Op::Reverse {
+                x: v(0),
+                axes: axes(&[]),
+            },
+            f32s(&order),
+        );
+        // ...refused only because the non-zero extent itself is too large, in both orders.
+        let errs = errors(&p);
+        assert!(
+            errs.iter()
+                .any(|e| e.location == Location::Param(0) && e.message.contains("larger than")),
+            "{errs:?}"
+        );
+    }
+    // The verifier still types instructions whose operand types it refused; padding such a
+    // huge axis with huge interior padding overflows i128 if unchecked: it must be an error,
+    // not a panic.
+    let p = one_op(
+        &[ty(DType::U8, &[0, big]), ty(DType::U8, &[])],
+        Op::Pad {
+            x: v(0),
+            value: v(1),
+            low: smallvec![0, 0],
+            high: smallvec![0, 0],
+            interior: dims(&[0, big]),
+        },
+        ty(DType::U8, &[0, 0]),
+    );
+    let errs = errors(&p);
+    assert!(
+        errs.iter().any(|e| e.location == Location::Param(0)),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.location == Location::Instruction(0)
+            && e.message.contains("pad axis 1 overflows")),
+        "{errs:?}"
+    );
+}
