@@ -239,23 +239,43 @@ const _: () = {
 
 /// Loads `artifact` (which must have no weight slots) for the host `cpu`; see
 /// [`LoadedArtifact::load`].
-pub fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
-    LoadedArtifact::load(artifact, cpu)
+///
+/// # Safety
+///
+/// As for [`LoadedArtifact::load_with_weights`].
+pub unsafe fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
+    // SAFETY: the caller keeps this function's contract, which is the callee's.
+    unsafe { LoadedArtifact::load(artifact, cpu) }
 }
 
 impl LoadedArtifact {
     /// Loads an artifact that has no weight slots (see the module documentation for the
     /// steps). An artifact with weight slots is refused with [`LoadError::MissingWeight`];
     /// use [`LoadedArtifact::load_with_weights`].
-    pub fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
-        LoadedArtifact::load_with_weights(artifact, cpu, &Weights::empty())
+    ///
+    /// # Safety
+    ///
+    /// As for [`LoadedArtifact::load_with_weights`].
+    pub unsafe fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
+        // SAFETY: the caller keeps this function's contract, which is the callee's.
+        unsafe { LoadedArtifact::load_with_weights(artifact, cpu, &Weights::empty()) }
     }
 
     /// Loads an artifact, binding each weight slot to the entry of `weights` with its name.
     /// The loaded artifact keeps a clone of `weights` (sharing its memory), so the weights
     /// are stored once however many artifacts bind them; weights the artifact does not use
     /// are ignored.
-    pub fn load_with_weights(
+    ///
+    /// # Safety
+    ///
+    /// Validation proves the launch plan stays inside its slots, but it cannot prove what the
+    /// machine code does: the caller promises that every kernel in `artifact.code` keeps the
+    /// dispatch ABI's rules (`accy_artifact::abi`: it touches only the bytes of its bindings,
+    /// writes only bindings it may write, preserves callee-saved registers, and returns) for
+    /// the bindings the launch plan gives it. Code produced by `accy_lower::compile` for this
+    /// very artifact keeps them; bytes from anywhere else must not be loaded. (wasmtime's
+    /// `Module::deserialize` is unsafe for the same reason.)
+    pub unsafe fn load_with_weights(
         artifact: &Artifact,
         cpu: &CpuInfo,
         weights: &Weights,

@@ -6,7 +6,7 @@ mod common;
 
 use accy_artifact::{Artifact, Command, Region, SlotId, SlotRole};
 use accy_executable::{
-    load, prepare_borrowed, run, BindingError, BufferKind, InvokeError, LoadedArtifact, Scratch,
+    prepare_borrowed, run, BindingError, BufferKind, InvokeError, LoadedArtifact, Scratch,
 };
 use accy_ir::DType;
 use common::*;

@@ -10,7 +10,7 @@ mod common;
 use accy_artifact::abi::ABI_VERSION;
 use accy_artifact::{Access, Command, Import, Region, SlotRole};
 use accy_executable::{
-    load, prepare_borrowed, run, ImportFn, InvokeError, LaunchError, Scratch, IMPORT_TABLE,
+    prepare_borrowed, run, ImportFn, InvokeError, LaunchError, Scratch, IMPORT_TABLE,
 };
 use accy_ir::DType;
 use common::*;

@@ -8,7 +8,7 @@ use accy_artifact::{
     TargetSpec,
 };
 use accy_executable::{
-    feature_tier, load, CpuInfo, LoadError, LoadedArtifact, Tier, WeightError, Weights,
+    feature_tier, CpuInfo, LoadError, LoadedArtifact, Tier, WeightError, Weights,
 };
 use accy_ir::{DType, Type};
 use common::*;
@@ -38,7 +38,7 @@ fn refuses_another_architecture_naming_both() {
     let other = Arch::ALL.into_iter().find(|&a| a != host_arch).unwrap();
     let mut a = fill_artifact();
     a.target = TargetSpec::new(other, FeatureSet::EMPTY);
-    let err = LoadedArtifact::load(&a, &host).unwrap_err();
+    let err = load(&a, &host).unwrap_err();
     assert_eq!(
         err,
         LoadError::ArchMismatch {
@@ -143,7 +143,7 @@ fn weights_are_bound_by_name_shared_and_counted_once() {
 
     // No weights given.
     assert_eq!(
-        LoadedArtifact::load(&a, &host).unwrap_err(),
+        load(&a, &host).unwrap_err(),
         LoadError::MissingWeight {
             slot: w,
             name: "w.q".into(),
@@ -152,7 +152,7 @@ fn weights_are_bound_by_name_shared_and_counted_once() {
     );
     // Wrong size.
     let short = Weights::new(&[("w.q", &[0; 4])]).unwrap();
-    let err = LoadedArtifact::load_with_weights(&a, &host, &short).unwrap_err();
+    let err = load_with_weights(&a, &host, &short).unwrap_err();
     assert_eq!(
         err,
         LoadError::WeightSize {
@@ -167,8 +167,8 @@ fn weights_are_bound_by_name_shared_and_counted_once() {
     // Right size, plus an unused weight: loads, and two artifacts share one copy.
     let values = f32_bytes(&[1.5, -2.0]);
     let weights = Weights::new(&[("unused", &[7; 3]), ("w.q", &values)]).unwrap();
-    let first = LoadedArtifact::load_with_weights(&a, &host, &weights).unwrap();
-    let second = LoadedArtifact::load_with_weights(&a, &host, &weights).unwrap();
+    let first = load_with_weights(&a, &host, &weights).unwrap();
+    let second = load_with_weights(&a, &host, &weights).unwrap();
     assert!(first.weights().shares_memory_with(&weights));
     assert!(second.weights().shares_memory_with(first.weights()));
     assert_eq!(
@@ -191,7 +191,7 @@ fn weights_are_bound_by_name_shared_and_counted_once() {
     let mut big = a.clone();
     big.plan.slots[w.index()].alignment = 128;
     assert_eq!(
-        LoadedArtifact::load_with_weights(&big, &host, &weights).unwrap_err(),
+        load_with_weights(&big, &host, &weights).unwrap_err(),
         LoadError::WeightAlignment {
             slot: w,
             name: "w.q".into(),

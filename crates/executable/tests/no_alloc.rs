@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use accy_artifact::{Artifact, Command, Region, Slot, SlotRole};
-use accy_executable::{load, prepare_borrowed, run, Scratch};
+use accy_executable::{prepare_borrowed, run, Scratch};
 use accy_ir::DType;
 use common::*;
 

@@ -39,6 +39,8 @@ mod mapping;
 mod session;
 
 pub use accy_executable::{Scratch, Tier, Weights};
+/// The IR types the facade's signatures mention, so a host needs no other accy crate.
+pub use accy_ir::{DType, Dims, Program};
 pub use descriptor::Descriptor;
 pub use error::{Cause, Error, Status};
 pub use handle::Handle;

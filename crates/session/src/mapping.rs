@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use accy_executable::{BindingError, CpuError, LaunchError, LoadError};
+use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError};
 use accy_lower::CompileError;
 use accy_wire::DecodeError;
 
@@ -12,7 +12,6 @@ use crate::Error;
 #[derive(Debug)]
 pub(crate) enum Inner {
     Decode(DecodeError),
-    Verify(accy_ir::VerifyErrors),
     Compile(CompileError),
     Load(LoadError),
     Bind(BindingError),
@@ -75,10 +74,15 @@ impl Inner {
                 Error::UnsupportedVersion(cause(e))
             }
             Inner::Decode(e) => Error::InvalidProgram(cause(e)),
-            Inner::Verify(e) => Error::InvalidProgram(cause(e)),
             Inner::Compile(CompileError::Invalid(e)) => Error::InvalidProgram(cause(e)),
             Inner::Compile(e) => Error::CompileFailed(cause(e)),
-            Inner::Load(e @ LoadError::OutOfMemory { .. }) => Error::OutOfMemory(cause(e)),
+            Inner::Load(
+                e @ (LoadError::OutOfMemory { .. }
+                | LoadError::Code {
+                    source: CodeMemoryError::OutOfMemory { .. },
+                    ..
+                }),
+            ) => Error::OutOfMemory(cause(e)),
             Inner::Load(
                 e @ (LoadError::MissingWeight { .. }
                 | LoadError::WeightSize { .. }

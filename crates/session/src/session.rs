@@ -32,7 +32,8 @@ pub struct SessionOptions {
     pub max_tier: Option<Tier>,
     /// Whether float sum reductions (and so `dot`) may be reassociated for speed (default
     /// `true`). Then they may differ from the reference interpreter's row-major sum by
-    /// rounding; with `false` every result is bit-identical to the interpreter's.
+    /// rounding; with `false` every result is bit-identical to the interpreter's, up to the
+    /// payload and sign of NaNs (which the op semantics leave unspecified).
     pub reassociate_float_sums: bool,
 }
 
@@ -143,10 +144,12 @@ impl Session {
         if !self.read_table().has_free() {
             return Err(Error::TooManyPrograms);
         }
-        accy_ir::verify(program).map_err(|e| self.fail(Inner::Verify(e)))?;
+        // `compile` verifies first; its `Invalid` error maps to `InvalidProgram`.
         let artifact = accy_lower::compile(program, self.target.as_ref(), &self.options)
             .map_err(|e| self.fail(Inner::Compile(e)))?;
-        let loaded = LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights)
+        // SAFETY: `artifact` was just produced by `accy_lower::compile`, whose emitters
+        // generate kernels that keep the dispatch ABI for the launch plan it built.
+        let loaded = unsafe { LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
         let describe = |what: &'static str, types: Vec<&accy_ir::Type>| {
             types
@@ -249,18 +252,15 @@ impl Session {
         outputs: &mut [&mut [O]],
     ) -> Result<(), Error> {
         let compiled = self.lookup(handle)?;
-        check_typed(
-            "input",
-            &compiled.inputs,
-            inputs.iter().map(|s| s.len()),
-            size_of::<I>(),
-        )?;
-        check_typed(
-            "output",
-            &compiled.outputs,
-            outputs.iter().map(|s| s.len()),
-            size_of::<O>(),
-        )?;
+        let input_lens = inputs.iter().map(|s| s.len());
+        let output_lens = outputs.iter().map(|s| s.len());
+        check_typed("input", &compiled.inputs, input_lens, size_of::<I>())
+            .and_then(|()| check_typed("output", &compiled.outputs, output_lens, size_of::<O>()))
+            .map_err(|failure| match failure {
+                // A count mismatch is returned directly, as in `invoke`.
+                SessionFailure::Count { .. } => Error::InvalidBuffer(Arc::new(failure)),
+                other => self.fail(Inner::Session(other)),
+            })?;
         // Inline capacity covers typical programs, so this convenience allocates nothing either.
         let input_bytes: SmallVec<[&[u8]; 8]> =
             inputs.iter().map(|s| bytemuck::cast_slice(s)).collect();
@@ -323,27 +323,25 @@ fn check_typed(
     descriptors: &[Descriptor],
     lens: impl ExactSizeIterator<Item = usize>,
     element: usize,
-) -> Result<(), Error> {
+) -> Result<(), SessionFailure> {
     if lens.len() != descriptors.len() {
-        let failure = SessionFailure::Count {
+        return Err(SessionFailure::Count {
             what,
             expected: descriptors.len(),
             actual: lens.len(),
-        };
-        return Err(Error::InvalidBuffer(Arc::new(failure)));
+        });
     }
     for (index, (len, d)) in lens.zip(descriptors).enumerate() {
         let actual = len.saturating_mul(element);
         if element != d.dtype.size_bytes() as usize || actual != d.byte_size {
-            let failure = SessionFailure::Typed {
+            return Err(SessionFailure::Typed {
                 what,
                 index,
                 element,
                 actual,
                 expected: d.byte_size,
                 dtype: d.dtype,
-            };
-            return Err(Error::InvalidBuffer(Arc::new(failure)));
+            });
         }
     }
     Ok(())

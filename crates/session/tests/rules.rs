@@ -271,3 +271,35 @@ fn weights_are_bound_at_compile_and_missing_ones_are_refused() {
         .unwrap();
     assert_eq!(out, [6.0, -5.0]);
 }
+
+#[test]
+fn a_typed_size_mismatch_goes_through_the_mapping_but_a_count_mismatch_does_not() {
+    let session = Session::new().unwrap();
+    let h = session
+        .compile(&accy_wire::encode(&neg_program(3)))
+        .unwrap();
+    let mut scratch = Scratch::new();
+    let mut out = [0.0f32; 3];
+    let before = session.last_cause().map(|c| c.to_string());
+    let e = session
+        .invoke_typed(
+            h,
+            &mut scratch,
+            &[&[1.0f32; 3], &[2.0f32; 3]],
+            &mut [&mut out],
+        )
+        .unwrap_err();
+    assert_eq!(Status::from(&e), Status::InvalidBuffer);
+    assert_eq!(session.last_cause().map(|c| c.to_string()), before);
+
+    let e = session
+        .invoke_typed(h, &mut scratch, &[&[1.0f64; 3]], &mut [&mut out])
+        .unwrap_err();
+    assert_eq!(Status::from(&e), Status::InvalidBuffer);
+    let cause = session.last_cause().unwrap().to_string();
+    assert!(
+        cause.contains("8-byte elements") && cause.contains("f32"),
+        "{cause}"
+    );
+    assert_eq!(std::error::Error::source(&e).unwrap().to_string(), cause);
+}

@@ -14,7 +14,7 @@ use accy_artifact::{
     Access, Arch, Artifact, Binding, Command, FeatureSet, KernelEntry, Region, Slot, SlotId,
     SlotRole, TargetSpec,
 };
-use accy_executable::{CpuInfo, GuardedBuffer, Tier};
+use accy_executable::{CpuInfo, GuardedBuffer, LoadError, LoadedArtifact, Tier, Weights};
 use accy_ir::{DType, Type};
 
 /// The host's CPU information, unmasked (tests must not depend on the environment's tier).
@@ -195,4 +195,22 @@ pub fn copy_artifact(n: u64, chunk: u64) -> Artifact {
         workgroups,
     );
     a
+}
+
+/// Loads an artifact built by these tests.
+pub fn load(artifact: &Artifact, cpu: &CpuInfo) -> Result<LoadedArtifact, LoadError> {
+    load_with_weights(artifact, cpu, &Weights::empty())
+}
+
+/// Loads an artifact built by these tests, with weights.
+pub fn load_with_weights(
+    artifact: &Artifact,
+    cpu: &CpuInfo,
+    weights: &Weights,
+) -> Result<LoadedArtifact, LoadError> {
+    // SAFETY: the artifacts of these tests carry either no kernels or the hand-assembled
+    // kernels of this module, each of which (see its listing) reads and writes only within
+    // the binding lengths its DispatchState gives, preserves callee-saved registers and
+    // returns; the tests that bind them give each binding the length the kernel expects.
+    unsafe { LoadedArtifact::load_with_weights(artifact, cpu, weights) }
 }
