@@ -53,6 +53,11 @@ pub const KERNEL_OK: u32 = 0;
 /// not generated for.
 pub const KERNEL_ABI_MISMATCH: u32 = 1;
 
+/// Status a kernel returns when the dispatch gives it a different number of bindings than it
+/// was compiled for, or a binding shorter than the bytes it accesses: the runtime and the
+/// artifact disagree, and running would touch memory outside the bindings.
+pub const KERNEL_BINDING_MISMATCH: u32 = 2;
+
 /// The most bindings one dispatch may have. Bounded so a runtime can keep a dispatch's
 /// pointer and length arrays in fixed-size storage; the validator enforces it.
 pub const MAX_BINDINGS: usize = 256;

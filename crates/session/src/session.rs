@@ -216,6 +216,8 @@ impl Session {
     /// returned directly, without touching [`Session::last_cause`]). Inputs are only read,
     /// never written, even for a program that donates an input. `scratch` is reusable
     /// memory for this call: pass the same one to later calls and invoke allocates nothing.
+    /// Generated code runs on the calling thread and uses up to
+    /// `accy_artifact::abi::MAX_KERNEL_STACK` (64 KiB) of its stack, touching it page by page.
     pub fn invoke(
         &self,
         handle: Handle,

@@ -5,8 +5,11 @@
 //! Shape of the emitted function (`extern "C" fn(state, workgroup) -> u32`):
 //!
 //! ```text
-//! push rbx, r12, r13 ; sub rsp, frame           rsp is 16-byte aligned from here on
+//! push rbx, r12, r13 ; probe each 4 KiB page of the frame ; sub rsp, frame
+//!                                                rsp is 16-byte aligned from here on
 //! abi_version != ABI_VERSION or workgroup >= workgroup_count  -> return KERNEL_ABI_MISMATCH
+//! binding_count != bindings compiled for, or any binding_lengths[i] shorter than the bytes
+//!   binding i is compiled to access                          -> return KERNEL_BINDING_MISMATCH
 //! rbx = state, r12 = state.bindings, r13 = state.imports
 //! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
 //!   otherwise workgroup 0 does everything and the others return at once
@@ -22,7 +25,9 @@
 //! Offsets are kept with wrapping 64-bit arithmetic: every value used for an access is an exact
 //! in-range offset (validation proved it), and intermediate values agree with it modulo 2^64.
 
-use accy_artifact::abi::{DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, MAX_BINDINGS};
+use accy_artifact::abi::{
+    DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH, MAX_BINDINGS,
+};
 use accy_ir::{DType, ReduceOp};
 #[allow(
     unused_imports,
@@ -58,6 +63,9 @@ struct MapRef<'a> {
     /// Store maps have strides only for the parallel dims.
     parallel_only: bool,
 }
+
+/// Stack page size the frame probes step by (the smallest page size of x86-64 hosts).
+const PAGE: i32 = 4096;
 
 /// Emits `k` for `tier` at the assembler's current position.
 pub(crate) fn emit_kernel(
@@ -266,13 +274,22 @@ impl Emitter<'_> {
 
     fn emit_function(&mut self) -> Result<(), EmitError> {
         let size = self.lay.size;
-        let (mismatch, done, exit) = (
+        let (mismatch, bad_bindings, done, exit) = (
+            self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
         );
+        x64!(self.ops; push rbx ; push r12 ; push r13);
+        // Touch every page of the frame, nearest first, before moving rsp past it: a frame
+        // larger than a page could otherwise step over the thread's stack guard page and
+        // corrupt memory instead of faulting there.
+        let mut probe = PAGE;
+        while probe < size {
+            x64!(self.ops; mov eax, DWORD [rsp - probe]);
+            probe += PAGE;
+        }
         x64!(self.ops
-            ; push rbx ; push r12 ; push r13
             ; sub rsp, size
             ; mov rbx, rdi
             ; cmp DWORD [rdi + DispatchState::OFFSET_ABI_VERSION as i32], ABI_VERSION as i32
@@ -282,6 +299,7 @@ impl Emitter<'_> {
             ; mov r12, QWORD [rdi + DispatchState::OFFSET_BINDINGS as i32]
             ; mov r13, QWORD [rdi + DispatchState::OFFSET_IMPORTS as i32]
         );
+        self.emit_binding_checks(bad_bindings);
         self.emit_share(done);
         self.emit_map_init();
         self.emit_consts()?;
@@ -289,6 +307,9 @@ impl Emitter<'_> {
         x64!(self.ops
             ; =>done
             ; xor eax, eax
+            ; jmp =>exit
+            ; =>bad_bindings
+            ; mov eax, KERNEL_BINDING_MISMATCH as i32
             ; jmp =>exit
             ; =>mismatch
             ; mov eax, KERNEL_ABI_MISMATCH as i32
@@ -303,6 +324,26 @@ impl Emitter<'_> {
             ; ret
         );
         Ok(())
+    }
+
+    /// Refuses a dispatch whose binding count differs from the kernel's or whose binding is
+    /// shorter than the bytes the kernel was compiled to access (validation proved every access
+    /// lies inside `elements * size`), so a runtime/artifact mismatch cannot read or write
+    /// outside the caller's memory. Uses rcx and rdx only (rsi still holds the workgroup).
+    fn emit_binding_checks(&mut self, bad: DynamicLabel) {
+        let count = self.k.bindings.len() as i32;
+        x64!(self.ops
+            ; cmp DWORD [rbx + DispatchState::OFFSET_BINDING_COUNT as i32], count
+            ; jne =>bad
+            ; mov rdx, QWORD [rbx + DispatchState::OFFSET_BINDING_LENGTHS as i32]
+        );
+        for (i, b) in self.k.bindings.iter().enumerate() {
+            // Validation proved the byte size fits u64; compare as unsigned.
+            let bytes = b.elements.wrapping_mul(b.dtype.size_bytes());
+            mov_imm(self.ops, gpr::RCX, bytes as i64);
+            let at = (i as u32 * DispatchState::LENGTH_STRIDE) as i32;
+            x64!(self.ops; cmp QWORD [rdx + at], rcx ; jb =>bad);
+        }
     }
 
     /// Dim 0's range for this workgroup into `[tmp, hi0)`. A parallel dim 0 is split into

@@ -2,7 +2,7 @@
 //! kernels compared with the reference interpreter on every tier this host runs, plus the
 //! calling-convention checks (status codes, callee-saved registers).
 
-use accy_artifact::abi::{KERNEL_ABI_MISMATCH, KERNEL_OK};
+use accy_artifact::abi::{KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH, KERNEL_OK};
 use accy_artifact::Access;
 use accy_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
 use smallvec::SmallVec;
@@ -515,6 +515,46 @@ fn abi_violations_return_the_mismatch_status_and_touch_nothing() {
         let statuses = run_x64(&target, &k, &mut buffers, 1);
         assert_eq!(statuses, vec![KERNEL_OK]);
         assert_ne!(buffers, original);
+    }
+}
+
+#[test]
+fn bindings_that_differ_from_the_compiled_ones_are_refused_untouched() {
+    let k = binary_2d(
+        [2, 9],
+        DType::I32,
+        (18, 0, [9, 1]),
+        (18, 0, [9, 1]),
+        BinaryOp::Add,
+    );
+    for target in host_tiers() {
+        let code = target.emit(std::slice::from_ref(&k)).expect("emit");
+        let abi = accy_artifact::abi::ABI_VERSION;
+        // One binding missing.
+        let mut fewer = buffers_for(&k, 3);
+        fewer.pop();
+        let original = fewer.clone();
+        assert_eq!(
+            run_code(&code.code, 0, &mut fewer, 1, abi),
+            vec![KERNEL_BINDING_MISMATCH]
+        );
+        assert_eq!(fewer, original);
+        // The output binding one byte short of the 72 the kernel writes.
+        let mut short = buffers_for(&k, 3);
+        short[2].pop();
+        let original = short.clone();
+        assert_eq!(
+            run_code(&code.code, 0, &mut short, 1, abi),
+            vec![KERNEL_BINDING_MISMATCH]
+        );
+        assert_eq!(short, original, "{}", target.name());
+        // A longer binding is fine: the kernel touches only the bytes it was compiled for.
+        let mut longer = buffers_for(&k, 3);
+        longer[0].extend_from_slice(&[0; 8]);
+        assert_eq!(
+            run_code(&code.code, 0, &mut longer, 1, abi),
+            vec![KERNEL_OK]
+        );
     }
 }
 
