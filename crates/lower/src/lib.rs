@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aarch64;
 mod compile;
 mod error;
 pub mod kernel;

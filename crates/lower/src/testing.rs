@@ -12,6 +12,8 @@ use accy_artifact::{
 };
 use accy_ir::{Program, Tensor, TensorData};
 
+pub mod kernels;
+
 use crate::kernel::run_kernel;
 use crate::plan::LoweredProgram;
 

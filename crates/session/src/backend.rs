@@ -20,6 +20,12 @@ pub(crate) fn host_target(cpu: &CpuInfo, reassociate: bool) -> Result<Box<dyn Ta
             accy_lower::x64::X64Target::for_host(cpu.features())
                 .with_float_reassociation(reassociate),
         )),
+        // Taken only on aarch64 hosts. CI runs on x86-64 and tests this backend's code under
+        // emulation (crates/a64-emu-tests); the native aarch64 run path is not built there.
+        Some(Arch::Aarch64) => Ok(Box::new(
+            accy_lower::aarch64::A64Target::for_host(cpu.features())
+                .with_float_reassociation(reassociate),
+        )),
         _ => Err(Error::CompileFailed(Arc::new(NoBackend(
             std::env::consts::ARCH,
         )))),

@@ -96,7 +96,7 @@ pub(crate) fn emit_kernel(
 
 /// The structural facts emission relies on. Validation proves them; checking again keeps
 /// emission panic-free on any input.
-fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), EmitError> {
+pub(crate) fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), EmitError> {
     let bad = |what: String| EmitError::Unsupported {
         kernel: k.name.clone(),
         what,

@@ -25,8 +25,8 @@
 pub(crate) mod asm;
 mod convert;
 pub(crate) mod evex;
-mod kernel;
-mod layout;
+pub(crate) mod kernel;
+pub(crate) mod layout;
 mod scalar;
 mod vector;
 mod vector_ops;

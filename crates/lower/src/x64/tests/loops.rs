@@ -8,40 +8,12 @@ use accy_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
 use smallvec::SmallVec;
 
 use super::harness::{check, host_target, host_tiers, run_code, run_x64};
-use super::nodes::{edge_values, DTYPES};
+use super::nodes::DTYPES;
 use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
 use crate::target::Target;
+pub(crate) use crate::testing::kernels::data;
 use crate::x64::vector::vector_lanes;
 use crate::x64::{X64Target, X64Tier};
-
-/// `elements` values of `dtype`: edge values mixed with a deterministic pseudo-random walk.
-pub(crate) fn data(dtype: DType, elements: usize, seed: u64) -> Vec<u8> {
-    let edges = edge_values(dtype);
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let mut out = Vec::with_capacity(elements * dtype.size_bytes() as usize);
-    for i in 0..elements {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let r = state >> 33;
-        if i % 3 == 0 {
-            out.extend_from_slice(&edges[(r as usize) % edges.len()]);
-        } else {
-            let v = (r % 2001) as i64 - 1000;
-            match dtype {
-                DType::F32 => out.extend_from_slice(&(v as f32 / 8.0).to_le_bytes()),
-                DType::F64 => out.extend_from_slice(&(v as f64 / 8.0).to_le_bytes()),
-                DType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
-                DType::I64 => out.extend_from_slice(&v.to_le_bytes()),
-                DType::U8 => out.push(v as u8),
-                _ => out.push((v & 1) as u8),
-            }
-        }
-    }
-    out
-}
 
 fn kb(dtype: DType, elements: u64, access: Access) -> KernelBinding {
     KernelBinding {

@@ -9,6 +9,7 @@ use smallvec::smallvec;
 
 use super::harness::{check, host_target};
 use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+pub(crate) use crate::testing::kernels::edge_values;
 use crate::x64::X64Tier;
 
 pub(crate) const DTYPES: [DType; 6] = [
@@ -19,104 +20,6 @@ pub(crate) const DTYPES: [DType; 6] = [
     DType::U8,
     DType::Bool,
 ];
-
-/// Interesting values of `dtype` as little-endian bytes.
-pub(crate) fn edge_values(dtype: DType) -> Vec<Vec<u8>> {
-    let f32s = [
-        0.0f32,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        -1.5,
-        2.5,
-        -2.5,
-        3.7,
-        -0.7,
-        1e-45,
-        1.2e-38,
-        100.0,
-        255.5,
-        256.0,
-        2147483520.0,
-        2147483648.0,
-        -2147483904.0,
-        9.3e18,
-        -9.3e18,
-        1e10,
-        f32::MAX,
-        f32::MIN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-    ];
-    match dtype {
-        DType::F32 => f32s.iter().map(|v| v.to_le_bytes().to_vec()).collect(),
-        DType::F64 => f32s
-            .iter()
-            .map(|&v| f64::from(v))
-            .chain([1e300, -5e-324, 9007199254740993.0, 0.1, -2.0f64.powi(63)])
-            .map(|v| v.to_le_bytes().to_vec())
-            .collect(),
-        DType::I32 => [
-            0i32,
-            1,
-            -1,
-            2,
-            -2,
-            3,
-            7,
-            -7,
-            8,
-            31,
-            32,
-            33,
-            -33,
-            100,
-            255,
-            256,
-            -256,
-            1 << 20,
-            i32::MAX,
-            i32::MIN,
-            i32::MIN + 1,
-        ]
-        .iter()
-        .map(|v| v.to_le_bytes().to_vec())
-        .collect(),
-        DType::I64 => [
-            0i64,
-            1,
-            -1,
-            2,
-            -2,
-            3,
-            7,
-            -7,
-            63,
-            64,
-            65,
-            -65,
-            255,
-            256,
-            1 << 40,
-            -(1 << 40) - 1,
-            i64::from(i32::MAX),
-            i64::from(i32::MIN),
-            9007199254740993,
-            i64::MAX,
-            i64::MIN,
-        ]
-        .iter()
-        .map(|v| v.to_le_bytes().to_vec())
-        .collect(),
-        DType::U8 => [0u8, 1, 2, 3, 7, 8, 9, 127, 128, 200, 254, 255]
-            .iter()
-            .map(|v| vec![*v])
-            .collect(),
-        _ => vec![vec![0], vec![1]],
-    }
-}
 
 fn binding(dtype: DType, elements: usize, access: Access) -> KernelBinding {
     KernelBinding {

@@ -1,0 +1,201 @@
+//! Host-independent tests of the AArch64 emitter: emission never panics and reports
+//! malformed or oversized kernels as errors, and the checked-immediate helpers pick the
+//! expected encodings. Running the code (every node × dtype, random kernels, the differential
+//! suite) happens under emulation in the `accy-a64-emu-tests` crate.
+
+use accy_artifact::{Access, Arch, CpuFeature, FeatureSet};
+use accy_ir::{BinaryOp, DType};
+use smallvec::smallvec;
+
+use super::asm::{add_imm, mov_imm, mul_imm, Asm};
+use super::A64Target;
+use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::target::{EmitError, Target};
+use crate::testing::kernels::random_kernel;
+
+fn base() -> LoopKernel {
+    LoopKernel {
+        name: "k".into(),
+        dims: smallvec![4],
+        parallel_rank: 1,
+        bindings: vec![
+            KernelBinding {
+                dtype: DType::F32,
+                elements: 4,
+                access: Access::Read,
+            },
+            KernelBinding {
+                dtype: DType::F32,
+                elements: 4,
+                access: Access::Write,
+            },
+        ],
+        nodes: vec![KernelNode {
+            node: Node::Load {
+                binding: 0,
+                map: IndexMap::new(0, &[1]),
+            },
+            dtype: DType::F32,
+        }],
+        result: 0,
+        reduction: None,
+        store: Store {
+            binding: 1,
+            map: IndexMap::new(0, &[1]),
+        },
+    }
+}
+
+fn emit(k: &LoopKernel) -> Result<Vec<u8>, EmitError> {
+    A64Target::new()
+        .emit(std::slice::from_ref(k))
+        .map(|c| c.code)
+}
+
+/// The 32-bit words of what `f` emits.
+fn words(f: impl FnOnce(&mut Asm)) -> Vec<u32> {
+    let mut ops = Asm::new(0);
+    f(&mut ops);
+    let bytes = ops.finalize().expect("assemble");
+    bytes
+        .chunks(4)
+        .map(|w| u32::from_le_bytes(w.try_into().expect("whole words")))
+        .collect()
+}
+
+#[test]
+fn target_records_arch_and_exact_features() {
+    let t = A64Target::new();
+    assert_eq!(t.name(), "aarch64-neon");
+    assert_eq!(t.spec().arch, Arch::Aarch64);
+    assert_eq!(t.spec().features, FeatureSet::of(&[CpuFeature::Neon]));
+    assert!(A64Target::new_checked(FeatureSet::of(&[CpuFeature::Sse2])).is_none());
+    assert!(A64Target::new_checked(FeatureSet::of(&[CpuFeature::Neon])).is_some());
+    assert!(!t.with_float_reassociation(false).float_reassociation());
+}
+
+#[test]
+fn malformed_kernels_are_errors() {
+    let mut cases = Vec::new();
+    let mut k = base();
+    k.nodes[0].node = Node::Binary {
+        op: BinaryOp::Add,
+        lhs: 0,
+        rhs: 5,
+    };
+    cases.push(k);
+    let mut k = base();
+    k.result = 9;
+    cases.push(k);
+    let mut k = base();
+    k.store.binding = 7;
+    cases.push(k);
+    let mut k = base();
+    k.parallel_rank = 3;
+    cases.push(k);
+    let mut k = base();
+    k.nodes[0].node = Node::Index {
+        dim: Some(4),
+        scale: 1,
+        offset: 0,
+    };
+    cases.push(k);
+    for k in cases {
+        let r = emit(&k);
+        assert!(
+            matches!(r, Err(EmitError::Unsupported { .. })),
+            "{r:?} for {k:?}"
+        );
+    }
+    let code = emit(&base()).expect("emit");
+    assert_eq!(code.len() % 4, 0);
+}
+
+#[test]
+fn a_frame_beyond_the_stack_budget_is_an_error() {
+    let mut k = base();
+    for i in 0..6500u32 {
+        k.nodes.push(KernelNode {
+            node: Node::Binary {
+                op: BinaryOp::Add,
+                lhs: i,
+                rhs: 0,
+            },
+            dtype: DType::F32,
+        });
+    }
+    k.result = k.nodes.len() as u32 - 1;
+    k.validate().expect("a long chain is a valid kernel");
+    match emit(&k) {
+        Err(EmitError::Unsupported { what, .. }) => assert!(what.contains("stack frame")),
+        other => panic!("{other:?}"),
+    }
+    // Past the scaled-offset range (32 KiB) but within the budget: the far-offset path.
+    k.nodes.truncate(4500);
+    k.result = 4499;
+    assert!(emit(&k).is_ok());
+}
+
+/// Random kernels with extreme shapes, maps and constants emit without panicking (dynasm
+/// panics on unencodable immediates, so this sweeps the range checks).
+#[test]
+fn random_kernels_emit_without_panicking() {
+    let mut emitted = 0;
+    for seed in 0..3000u64 {
+        if let Some((k, _)) = random_kernel(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
+            emit(&k).expect("emit");
+            emitted += 1;
+        }
+    }
+    assert!(emitted > 1000, "{emitted}");
+}
+
+#[test]
+fn immediates_use_the_expected_encodings() {
+    // movz/movn pick the shorter sequence; movk fills the rest.
+    assert_eq!(words(|o| mov_imm(o, 0, 0)), [0xaa1f_03e0]); // mov x0, xzr
+    assert_eq!(words(|o| mov_imm(o, 0, -1)), [0x9280_0000]); // movn x0, #0
+    assert_eq!(words(|o| mov_imm(o, 3, 0x1_0000)), [0xd2a0_0023]); // movz x3, #1, lsl 16
+    assert_eq!(
+        words(|o| mov_imm(o, 0, 0x1234_0000_0000_5678)),
+        [0xd28a_cf00, 0xf2e2_4680] // movz x0, #0x5678 ; movk x0, #0x1234, lsl 48
+    );
+    assert_eq!(words(|o| mov_imm(o, 0, i64::MIN)).len(), 1);
+    assert_eq!(words(|o| mov_imm(o, 0, 0x1234_5678_9abc_def0)).len(), 4);
+    // Small adds are one instruction; others go through x16.
+    assert_eq!(words(|o| add_imm(o, 0, 4095)), [0x913f_fc00]); // add x0, x0, #4095
+    assert_eq!(words(|o| add_imm(o, 0, -1)), [0xd100_0400]); // sub x0, x0, #1
+    assert_eq!(words(|o| add_imm(o, 0, 4096)).len(), 2);
+    assert_eq!(words(|o| add_imm(o, 0, i64::MIN)).len(), 2);
+    assert!(words(|o| mul_imm(o, 0, 1)).is_empty());
+    assert_eq!(words(|o| mul_imm(o, 0, 0)), [0xaa1f_03e0]);
+}
+
+/// The NEON plan takes contiguous elementwise kernels and leaves the rest scalar.
+#[test]
+fn contiguous_elementwise_kernels_are_vectorized() {
+    let planned = |k: &LoopKernel| {
+        let live = crate::x64::kernel::live_nodes(k);
+        super::vector::plan(k, &live).is_some()
+    };
+    assert!(planned(&base()));
+    let mut strided = base();
+    strided.store.map = IndexMap::new(3, &[-1]);
+    assert!(!planned(&strided));
+    let mut reduced = base();
+    reduced.reduction = Some(accy_ir::ReduceOp::Sum);
+    reduced.parallel_rank = 0;
+    reduced.store.map = IndexMap::new(0, &[]);
+    assert!(!planned(&reduced));
+    let (mut vectorized, mut total) = (0, 0);
+    for seed in 0..2000u64 {
+        if let Some((k, _)) = random_kernel(seed * 2) {
+            total += 1;
+            vectorized += usize::from(planned(&k));
+        }
+    }
+    assert!(
+        vectorized * 10 > total,
+        "{vectorized} of {total} vectorized"
+    );
+}
