@@ -154,7 +154,7 @@ fn targets_and_runtime_failures_have_their_own_codes() {
     assert_code(&out, 2);
     let out = accy(&["run", &prog, "--target", "aarch64"]);
     assert_code(&out, 2);
-    assert!(stderr(&out).contains("no aarch64 code generator"));
+    assert!(stderr(&out).contains("runs only on an aarch64 host"));
     // A configuration the session refuses is a runtime failure, exit 4.
     let out = accy_env(&["run", &prog], &[("ACCY_CPU_FEATURES_MAX", "bogus")]);
     assert_code(&out, 4);

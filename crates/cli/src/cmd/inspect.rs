@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use accy_artifact::Artifact;
+use accy_artifact::{Arch, Artifact};
+use accy_lower::aarch64::A64Target;
 use accy_lower::kernel::{IndexMap, LoopKernel, Node};
 use accy_lower::x64::{X64Target, X64Tier};
 use accy_lower::Target;
@@ -29,8 +30,7 @@ pub fn inspect(
         Some(TargetName::X64(tier)) => {
             Box::new(X64Target::new(tier).with_float_reassociation(!exact))
         }
-        // Enable when `accy_lower` has an aarch64 backend: build its target here.
-        Some(TargetName::Aarch64) => return Err(super::no_aarch64()),
+        Some(TargetName::Aarch64) => Box::new(A64Target::new().with_float_reassociation(!exact)),
         None => Box::new(X64Target::new(host_tier()?).with_float_reassociation(!exact)),
     };
     let lowered = accy_lower::plan(&program)
@@ -129,7 +129,10 @@ fn render(
         let _ = writeln!(s, "  code: {} bytes at offset {}", entry.len, entry.offset);
         if disassemble {
             if let Some(code) = artifact.kernel_code(u32::try_from(i).unwrap_or(u32::MAX)) {
-                disassembly(&mut s, code, u64::from(entry.offset));
+                match artifact.target.arch {
+                    Arch::Aarch64 => disassembly_aarch64(&mut s, code, u64::from(entry.offset)),
+                    _ => disassembly(&mut s, code, u64::from(entry.offset)),
+                }
             }
         }
     }
@@ -209,5 +212,22 @@ fn disassembly(s: &mut String, code: &[u8], ip: u64) {
             .map(|b| format!("{b:02x}"))
             .collect();
         let _ = writeln!(s, "    {:06x}  {bytes:<24} {text}", instruction.ip());
+    }
+}
+
+/// Appends one line per AArch64 instruction word: address, word, text (yaxpeax-arm), or
+/// `<undecodable>` for a word the decoder rejects.
+fn disassembly_aarch64(s: &mut String, code: &[u8], address: u64) {
+    use yaxpeax_arch::{Decoder as _, U8Reader};
+    let decoder = yaxpeax_arm::armv8::a64::InstDecoder::default();
+    for (i, word) in code.chunks(4).enumerate() {
+        let at = address + 4 * i as u64;
+        let mut reader = U8Reader::new(word);
+        let text = match decoder.decode(&mut reader) {
+            Ok(inst) => inst.to_string(),
+            Err(_) => "<undecodable>".to_owned(),
+        };
+        let hex: String = word.iter().rev().map(|b| format!("{b:02x}")).collect();
+        let _ = writeln!(s, "    {at:06x}  {hex:<8} {text}");
     }
 }

@@ -64,13 +64,13 @@ impl Failure {
 pub enum TargetName {
     /// One of the x86-64 tiers.
     X64(X64Tier),
-    /// AArch64: accepted by the parser so the message can say the backend is missing; the
-    /// commands refuse it until `accy_lower` has an aarch64 backend.
+    /// AArch64 (NEON): `inspect` generates and disassembles its code on any host; `run` and
+    /// `bench` need an AArch64 host.
     Aarch64,
 }
 
 /// Parses a `--target` value (`x64-sse2`, `x64-avx2`, `x64-avx512`; `x64` is the best x86-64
-/// tier this CPU runs, `aarch64` is recognised but not yet available).
+/// tier this CPU runs; `aarch64` / `aarch64-neon` for inspecting AArch64 code).
 pub fn parse_target(text: &str) -> Result<TargetName, String> {
     if let Some(tier) = X64Tier::ALL.into_iter().find(|t| t.name() == text) {
         return Ok(TargetName::X64(tier));
@@ -78,15 +78,17 @@ pub fn parse_target(text: &str) -> Result<TargetName, String> {
     match text {
         "aarch64" | "aarch64-neon" => Ok(TargetName::Aarch64),
         _ => Err(format!(
-            "unknown target `{text}`: expected x64-sse2, x64-avx2 or x64-avx512"
+            "unknown target `{text}`: expected x64-sse2, x64-avx2, x64-avx512 or aarch64"
         )),
     }
 }
 
-/// The failure for a target this build cannot generate code for.
+/// The failure for running AArch64 code on a host of another architecture.
 pub fn no_aarch64() -> Failure {
     Failure::Usage(
-        "this build of accy has no aarch64 code generator yet; use an x64-* target".into(),
+        "aarch64 code runs only on an aarch64 host (this one is not); `accy inspect --target \
+         aarch64` shows it here"
+            .into(),
     )
 }
 
