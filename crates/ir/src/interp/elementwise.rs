@@ -245,17 +245,22 @@ pub(super) fn compare(op: CompareOp, lhs: &TensorData, rhs: &TensorData) -> OpRe
         Ok(TensorData::Bool(
             lhs.iter()
                 .zip(rhs)
-                .map(|(a, b)| match op {
-                    CompareOp::Eq => a == b,
-                    CompareOp::Ne => a != b,
-                    CompareOp::Lt => a < b,
-                    CompareOp::Le => a <= b,
-                    CompareOp::Gt => a > b,
-                    CompareOp::Ge => a >= b,
-                })
+                .map(|(a, b)| relation(op, a, b))
                 .collect(),
         ))
     })
+}
+
+/// `a op b` for one pair of elements.
+pub(super) fn relation<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
+    match op {
+        CompareOp::Eq => a == b,
+        CompareOp::Ne => a != b,
+        CompareOp::Lt => a < b,
+        CompareOp::Le => a <= b,
+        CompareOp::Gt => a > b,
+        CompareOp::Ge => a >= b,
+    }
 }
 
 /// `cond ? on_true : on_false` elementwise.

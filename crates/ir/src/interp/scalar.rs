@@ -6,7 +6,7 @@
 //! every function here is the very code the interpreter runs per element (the [`Arith`],
 //! [`Reduce`] and [`Cast`] implementations), only without the tensor around it.
 
-use super::elementwise::{Arith, Cast};
+use super::elementwise::{relation, Arith, Cast};
 use super::reduce::Reduce;
 use crate::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 
@@ -127,17 +127,6 @@ pub fn binary(op: BinaryOp, a: Scalar, b: Scalar) -> Option<Scalar> {
         (Scalar::Bool(a), Scalar::Bool(b)) => Scalar::Bool(bool::binary(op, a, b)?),
         _ => return None,
     })
-}
-
-fn relation<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
-    match op {
-        CompareOp::Eq => a == b,
-        CompareOp::Ne => a != b,
-        CompareOp::Lt => a < b,
-        CompareOp::Le => a <= b,
-        CompareOp::Gt => a > b,
-        CompareOp::Ge => a >= b,
-    }
 }
 
 /// `a op b` as `compare` computes it (IEEE for floats, unsigned u8, false < true), or `None`
