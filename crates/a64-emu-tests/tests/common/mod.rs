@@ -401,7 +401,10 @@ pub fn run_artifact(
                 .get(*offset as usize..*offset as usize + size)
                 .ok_or("constant out of range")?
                 .to_vec(),
-            _ => vec![0; size],
+            // Outputs and scratch start as poison, not zeros, so a kernel that skips a store
+            // whose expected value is 0 (or false) is caught; intended zeros come from the
+            // plan's Fill commands.
+            _ => vec![0xA5; size],
         };
         if data.len() != size {
             return Err(format!(
@@ -461,9 +464,14 @@ pub fn run_artifact(
                     return Err(format!("kernel {kernel}: statuses {statuses:?}"));
                 }
                 for (b, data) in bindings.iter().zip(&buffers) {
+                    let (s, r) = range(&b.region);
                     if b.access.writes() {
-                        let (s, r) = range(&b.region);
                         slots[s][r].copy_from_slice(data);
+                    } else if slots[s][r.clone()] != data[..] {
+                        return Err(format!(
+                            "kernel {kernel} wrote its read-only binding {:?}",
+                            b.region
+                        ));
                     }
                 }
             }
