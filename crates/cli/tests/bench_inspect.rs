@@ -61,6 +61,7 @@ fn bench_by_time_shows_weights_and_progress_only_on_long_runs() {
 fn bench_refuses_bad_arguments() {
     let file = example("softmax.accy");
     assert_code(&accy(&["bench", &file, "--threads", "0"]), 2);
+    assert_code(&accy(&["bench", &file, "--threads", "100000"]), 2);
     assert_code(&accy(&["bench", &file, "--iters", "0"]), 2);
     assert_code(&accy(&["bench", &file, "--seconds", "-1"]), 2);
     assert_code(
@@ -68,6 +69,25 @@ fn bench_refuses_bad_arguments() {
         2,
     );
     assert_code(&accy(&["bench", "/nonexistent.accy"]), 3);
+}
+
+#[test]
+fn a_program_larger_than_the_memory_budget_fails_cleanly() {
+    // Valid (the type fits isize) but far beyond what the command allocates: exit 4 with a
+    // message, never an allocation abort.
+    let dir = common::scratch_dir("huge");
+    let file = dir.join("huge.accy");
+    std::fs::write(
+        &file,
+        "program {\n  %x = input \"x\" : f32[1099511627776]\n  %y = neg %x : f32[1099511627776]\n  output %y\n}\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    for command in ["run", "bench"] {
+        let out = accy(&[command, file]);
+        assert_code(&out, 4);
+        assert!(stderr(&out).contains("GiB"), "{}", stderr(&out));
+    }
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub struct BenchArgs {
     pub exact: bool,
 }
 
+/// The most threads `bench` starts (each copies the program's buffers).
+const MAX_THREADS: usize = 256;
+
 /// When each thread stops measuring.
 #[derive(Clone, Copy, Debug)]
 enum Stop {
@@ -46,8 +49,10 @@ enum Stop {
 
 /// `accy bench`: measures and prints compile time, latency, throughput and work rates.
 pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
-    if args.threads == 0 {
-        return Err(Failure::Usage("--threads must be at least 1".into()));
+    if args.threads == 0 || args.threads > MAX_THREADS {
+        return Err(Failure::Usage(format!(
+            "--threads must be between 1 and {MAX_THREADS}"
+        )));
     }
     let stop = match (args.iters, args.seconds) {
         (Some(0), _) => return Err(Failure::Usage("--iters must be at least 1".into())),

@@ -170,6 +170,29 @@ pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failu
     Ok(session)
 }
 
+/// The most bytes of parameters plus outputs `run` and `bench` allocate for one program. A
+/// verified program may declare tensors up to `isize::MAX` bytes; beyond this budget the
+/// command fails cleanly (exit 4) instead of aborting on a failed allocation.
+pub const MEMORY_BUDGET: u64 = 16 << 30;
+
+fn check_memory_budget(program: &Program) -> Result<(), Failure> {
+    let params = program.params.iter().map(|p| p.ty.byte_size());
+    let outputs = program
+        .outputs
+        .iter()
+        .map(|o| program.value_type(o.value).and_then(|t| t.byte_size()));
+    let total = params
+        .chain(outputs)
+        .try_fold(0u64, |acc, b| acc.checked_add(b?));
+    match total {
+        Some(bytes) if bytes <= MEMORY_BUDGET => Ok(()),
+        _ => Err(Failure::Runtime(format!(
+            "the program's parameters and outputs need more than the {} GiB this command allocates",
+            MEMORY_BUDGET >> 30
+        ))),
+    }
+}
+
 /// Where a parameter's value came from, for the run report.
 #[derive(Clone, Debug)]
 pub enum Source {
@@ -189,6 +212,7 @@ pub fn arguments(
     weights: &[String],
     seed: u64,
 ) -> Result<(Vec<Tensor>, Vec<Source>), Failure> {
+    check_memory_budget(program)?;
     let mut values = seeded::params(program, seed).ok_or_else(|| {
         Failure::Runtime("a parameter is too large to fill on this machine".into())
     })?;
