@@ -3,48 +3,14 @@
 //! expected encodings. Running the code (every node × dtype, random kernels, the differential
 //! suite) happens under emulation in the `accy-a64-emu-tests` crate.
 
-use accy_artifact::{Access, Arch, CpuFeature, FeatureSet};
+use accy_artifact::{Arch, CpuFeature, FeatureSet};
 use accy_ir::{BinaryOp, DType};
-use smallvec::smallvec;
 
 use super::asm::{add_imm, mov_imm, mul_imm, Asm};
 use super::A64Target;
-use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node};
 use crate::target::{EmitError, Target};
-use crate::testing::kernels::random_kernel;
-
-fn base() -> LoopKernel {
-    LoopKernel {
-        name: "k".into(),
-        dims: smallvec![4],
-        parallel_rank: 1,
-        bindings: vec![
-            KernelBinding {
-                dtype: DType::F32,
-                elements: 4,
-                access: Access::Read,
-            },
-            KernelBinding {
-                dtype: DType::F32,
-                elements: 4,
-                access: Access::Write,
-            },
-        ],
-        nodes: vec![KernelNode {
-            node: Node::Load {
-                binding: 0,
-                map: IndexMap::new(0, &[1]),
-            },
-            dtype: DType::F32,
-        }],
-        result: 0,
-        reduction: None,
-        store: Store {
-            binding: 1,
-            map: IndexMap::new(0, &[1]),
-        },
-    }
-}
+use crate::testing::kernels::{copy_f32x4 as base, random_kernel};
 
 fn emit(k: &LoopKernel) -> Result<Vec<u8>, EmitError> {
     A64Target::new()

@@ -429,3 +429,38 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
     let workgroups = 1 + rng.below(3) as u32;
     Some((kernel, workgroups))
 }
+
+/// A small valid kernel (copies four f32 elements from binding 0 to binding 1) that error
+/// tests of every backend mutate into malformed ones.
+pub fn copy_f32x4() -> LoopKernel {
+    LoopKernel {
+        name: "k".into(),
+        dims: SmallVec::from_slice(&[4]),
+        parallel_rank: 1,
+        bindings: vec![
+            KernelBinding {
+                dtype: DType::F32,
+                elements: 4,
+                access: Access::Read,
+            },
+            KernelBinding {
+                dtype: DType::F32,
+                elements: 4,
+                access: Access::Write,
+            },
+        ],
+        nodes: vec![KernelNode {
+            node: Node::Load {
+                binding: 0,
+                map: IndexMap::new(0, &[1]),
+            },
+            dtype: DType::F32,
+        }],
+        result: 0,
+        reduction: None,
+        store: Store {
+            binding: 1,
+            map: IndexMap::new(0, &[1]),
+        },
+    }
+}

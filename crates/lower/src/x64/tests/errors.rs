@@ -1,46 +1,12 @@
 //! Emission never panics: kernels that break the shape facts emission relies on, or that
 //! need more stack than the ABI allows, come back as [`EmitError`]s on every tier.
 
-use accy_artifact::Access;
 use accy_ir::{BinaryOp, DType};
-use smallvec::smallvec;
 
-use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node};
 use crate::target::{EmitError, Target};
+use crate::testing::kernels::copy_f32x4 as base;
 use crate::x64::{X64Target, X64Tier};
-
-fn base() -> LoopKernel {
-    LoopKernel {
-        name: "k".into(),
-        dims: smallvec![4],
-        parallel_rank: 1,
-        bindings: vec![
-            KernelBinding {
-                dtype: DType::F32,
-                elements: 4,
-                access: Access::Read,
-            },
-            KernelBinding {
-                dtype: DType::F32,
-                elements: 4,
-                access: Access::Write,
-            },
-        ],
-        nodes: vec![KernelNode {
-            node: Node::Load {
-                binding: 0,
-                map: IndexMap::new(0, &[1]),
-            },
-            dtype: DType::F32,
-        }],
-        result: 0,
-        reduction: None,
-        store: Store {
-            binding: 1,
-            map: IndexMap::new(0, &[1]),
-        },
-    }
-}
 
 fn emit_all(k: &LoopKernel) -> Vec<Result<usize, EmitError>> {
     X64Tier::ALL
