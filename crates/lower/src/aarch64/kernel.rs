@@ -39,10 +39,10 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{
     a64, add_imm, add_slot, gpr, ldr_slot, mov_imm, mul_imm, str_slot, sub_sp, Asm, Slot,
 };
-use super::layout::Layout;
+use super::layout::{Layout, MapRef};
 use super::vector::{self, VectorPlan};
 use super::NAME;
-use crate::kernel::{IndexMap, LoopKernel, Node, NodeId};
+use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
 use crate::x64::kernel::{check_shape, identity_bits, live_nodes};
 
@@ -59,14 +59,6 @@ pub(crate) struct Emitter<'a> {
     pub live: Vec<bool>,
     /// The vector plan, when the innermost parallel dim is vectorized.
     pub vplan: Option<VectorPlan>,
-}
-
-/// A map whose running offset the loops maintain.
-struct MapRef<'a> {
-    slot: i32,
-    map: &'a IndexMap,
-    /// Store maps have strides only for the parallel dims.
-    parallel_only: bool,
 }
 
 /// Emits `k` at the assembler's current position.
@@ -113,38 +105,14 @@ impl Emitter<'_> {
             .ok_or_else(|| self.unsupported(format!("operand {id} that is not a node")))
     }
 
-    /// Every map the loops maintain: the live loads' and gathers', then the store's.
+    /// Every map the loops maintain (see [`Layout::maps`]).
     fn maps(&self) -> Vec<MapRef<'_>> {
-        let mut maps = Vec::new();
-        for (i, n) in self.k.nodes.iter().enumerate() {
-            if !self.live[i] {
-                continue;
-            }
-            if let (Node::Load { map, .. } | Node::Gather { map, .. }, Some(slot)) =
-                (&n.node, self.lay.map[i])
-            {
-                maps.push(MapRef {
-                    slot,
-                    map,
-                    parallel_only: false,
-                });
-            }
-        }
-        maps.push(MapRef {
-            slot: self.lay.store_map,
-            map: &self.k.store.map,
-            parallel_only: true,
-        });
-        maps
+        self.lay.maps(self.k, &self.live)
     }
 
     /// The stride of `m` along dim `d`.
     fn stride(&self, m: &MapRef<'_>, d: usize) -> i64 {
-        if m.parallel_only && d >= self.k.parallel_rank as usize {
-            0
-        } else {
-            m.map.strides.get(d).copied().unwrap_or(0)
-        }
+        m.stride(d, self.k.parallel_rank)
     }
 
     fn emit_function(&mut self) -> Result<(), EmitError> {

@@ -7,4 +7,4 @@
 //! handles). NEON values live in registers only (`vector.rs`), so it asks for no vector
 //! slots.
 
-pub(crate) use crate::x64::layout::Layout;
+pub(crate) use crate::x64::layout::{Layout, MapRef};

@@ -36,10 +36,10 @@ use accy_ir::{DType, ReduceOp};
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{add_slot, gpr, mov_imm, mul_imm, x64, Asm};
-use super::layout::Layout;
+use super::layout::{Layout, MapRef};
 use super::vector::{self, VectorPlan};
 use super::X64Tier;
-use crate::kernel::{IndexMap, LoopKernel, Node, NodeId};
+use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
 
 /// Everything the per-node emitters need while one kernel is emitted.
@@ -54,14 +54,6 @@ pub(crate) struct Emitter<'a> {
     pub vplan: Option<VectorPlan>,
     /// While emitting an AVX-512 masked tail: vector loads and stores use mask `k1`.
     pub masked: bool,
-}
-
-/// A map whose running offset the loops maintain.
-struct MapRef<'a> {
-    slot: i32,
-    map: &'a IndexMap,
-    /// Store maps have strides only for the parallel dims.
-    parallel_only: bool,
 }
 
 /// Stack page size the frame probes step by (the smallest page size of x86-64 hosts).
@@ -238,38 +230,14 @@ impl Emitter<'_> {
             .ok_or_else(|| self.unsupported(format!("operand {id} that is not a node")))
     }
 
-    /// Every map the loops maintain: the live loads' and gathers', then the store's.
+    /// Every map the loops maintain (see [`Layout::maps`]).
     fn maps(&self) -> Vec<MapRef<'_>> {
-        let mut maps = Vec::new();
-        for (i, n) in self.k.nodes.iter().enumerate() {
-            if !self.live[i] {
-                continue;
-            }
-            if let (Node::Load { map, .. } | Node::Gather { map, .. }, Some(slot)) =
-                (&n.node, self.lay.map[i])
-            {
-                maps.push(MapRef {
-                    slot,
-                    map,
-                    parallel_only: false,
-                });
-            }
-        }
-        maps.push(MapRef {
-            slot: self.lay.store_map,
-            map: &self.k.store.map,
-            parallel_only: true,
-        });
-        maps
+        self.lay.maps(self.k, &self.live)
     }
 
     /// The stride of `m` along dim `d`.
     fn stride(&self, m: &MapRef<'_>, d: usize) -> i64 {
-        if m.parallel_only && d >= self.k.parallel_rank as usize {
-            0
-        } else {
-            m.map.strides.get(d).copied().unwrap_or(0)
-        }
+        m.stride(d, self.k.parallel_rank)
     }
 
     fn emit_function(&mut self) -> Result<(), EmitError> {

@@ -9,7 +9,7 @@
 
 use accy_artifact::abi::MAX_KERNEL_STACK;
 
-use crate::kernel::{LoopKernel, Node};
+use crate::kernel::{IndexMap, LoopKernel, Node};
 use crate::target::EmitError;
 
 /// The most frame bytes a kernel may use: the ABI's stack budget minus room for the pushed
@@ -102,5 +102,53 @@ impl Layout {
     pub(crate) fn vec_slot(&self, i: usize) -> i32 {
         // Bounded by the frame size check in `new`.
         self.vec_base + 32 * i as i32
+    }
+}
+
+/// A map whose running offset the loops maintain (arch-neutral, like the rest of the layout).
+pub(crate) struct MapRef<'a> {
+    /// Frame slot of the running offset.
+    pub(crate) slot: i32,
+    /// The map.
+    pub(crate) map: &'a IndexMap,
+    /// Store maps have strides only for the parallel dims.
+    pub(crate) parallel_only: bool,
+}
+
+impl MapRef<'_> {
+    /// The stride along dim `d` (0 beyond a store map's parallel dims).
+    pub(crate) fn stride(&self, d: usize, parallel_rank: u32) -> i64 {
+        if self.parallel_only && d >= parallel_rank as usize {
+            0
+        } else {
+            self.map.strides.get(d).copied().unwrap_or(0)
+        }
+    }
+}
+
+impl Layout {
+    /// Every map the loops maintain: the live loads' and gathers', then the store's.
+    pub(crate) fn maps<'k>(&self, k: &'k LoopKernel, live: &[bool]) -> Vec<MapRef<'k>> {
+        let mut maps = Vec::new();
+        for (i, n) in k.nodes.iter().enumerate() {
+            if !live.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            if let (Node::Load { map, .. } | Node::Gather { map, .. }, Some(Some(slot))) =
+                (&n.node, self.map.get(i).copied())
+            {
+                maps.push(MapRef {
+                    slot,
+                    map,
+                    parallel_only: false,
+                });
+            }
+        }
+        maps.push(MapRef {
+            slot: self.store_map,
+            map: &k.store.map,
+            parallel_only: true,
+        });
+        maps
     }
 }
