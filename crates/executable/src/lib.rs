@@ -33,7 +33,7 @@
 //!   [`Tier`] with `ACCY_CPU_FEATURES_MAX`), cache sizes, core count and preferred buffer
 //!   alignment. Architectures and feature sets are `accy-artifact`'s [`Arch`] and
 //!   [`FeatureSet`], so an artifact's needs and the host's features compare directly.
-//! - [`guard`]: test support — [`GuardedBuffer`], bytes placed flush against inaccessible
+//! - `guard` (feature `testing`, for tests only): `GuardedBuffer`, bytes placed flush against inaccessible
 //!   pages so tests prove generated code never touches memory outside its buffers.
 //!
 //! # Thread contract
@@ -58,6 +58,7 @@ mod aligned;
 pub mod binding;
 pub mod code_memory;
 pub mod cpu;
+#[cfg(any(test, feature = "testing"))]
 pub mod guard;
 pub mod imports;
 pub mod loaded;
@@ -76,6 +77,7 @@ pub use cpu::{
     detect_host_features, feature_tier, mask_to_tier, Arch, CacheInfo, CpuError, CpuFeature,
     CpuInfo, FeatureSet, Tier,
 };
+#[cfg(any(test, feature = "testing"))]
 pub use guard::{GuardError, GuardedBuffer};
 pub use imports::{ImportFn, ImportTable, IMPORT_TABLE};
 pub use loaded::{load, LoadError, LoadedArtifact};

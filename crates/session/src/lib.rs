@@ -31,7 +31,6 @@
 
 #![deny(missing_docs)]
 
-mod backend;
 mod descriptor;
 mod error;
 mod handle;

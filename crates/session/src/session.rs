@@ -15,7 +15,9 @@ use crate::{Cause, Descriptor, Error, Handle};
 /// live returns [`Error::TooManyPrograms`]; release one first.
 pub const MAX_PROGRAMS: usize = 64;
 
-/// One compiled, loaded program: immutable, shared by every invoke running it.
+/// One compiled, loaded program: immutable, shared by every invoke running it. The
+/// descriptors come from the artifact's typed input and output slots, so a program loaded
+/// without its `Program` is described the same way.
 #[derive(Debug)]
 struct Compiled {
     loaded: LoadedArtifact,
@@ -30,6 +32,10 @@ pub struct SessionOptions {
     /// The highest instruction-set tier generated code may use. `None` uses what the CPU
     /// offers, lowered by the `ACCY_CPU_FEATURES_MAX` environment variable when it is set.
     pub max_tier: Option<Tier>,
+    /// The code generator by name (`x64-avx2`, …; see `accy_lower::target::names`). `None`
+    /// picks the best one for this CPU (within `max_tier`). A named one this CPU cannot run is
+    /// refused by [`Session::with_options`].
+    pub target: Option<&'static str>,
     /// Whether float sum reductions (and so `dot`) may be reassociated for speed (default
     /// `true`). Then they may differ from the reference interpreter's row-major sum by
     /// rounding; with `false` every result is bit-identical to the interpreter's, up to the
@@ -41,6 +47,7 @@ impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             max_tier: None,
+            target: None,
             reassociate_float_sums: true,
         }
     }
@@ -50,6 +57,12 @@ impl SessionOptions {
     /// These options with `max_tier` set.
     pub fn with_max_tier(mut self, tier: Tier) -> Self {
         self.max_tier = Some(tier);
+        self
+    }
+
+    /// These options with the code generator called `name` (see [`SessionOptions::target`]).
+    pub fn with_target(mut self, name: &'static str) -> Self {
+        self.target = Some(name);
         self
     }
 
@@ -97,11 +110,15 @@ impl Session {
             Some(tier) => CpuInfo::detect_with_max_tier(tier),
             None => CpuInfo::detect().map_err(|e| Inner::Cpu(e).into_error())?,
         };
-        let target = crate::backend::host_target(&cpu, options.reassociate_float_sums)?;
+        let target = match options.target {
+            Some(name) => accy_lower::lookup_name(name, Some(cpu.features())),
+            None => accy_lower::lookup_host(cpu.arch(), cpu.features()),
+        }
+        .map_err(|e| Inner::Lookup(e).into_error())?;
         Ok(Session {
             cpu,
             target,
-            options: Options::default(),
+            options: Options::default().with_reassociate(options.reassociate_float_sums),
             table: RwLock::new(SlotTable::new()),
             last_cause: Mutex::new(None),
         })
@@ -151,27 +168,8 @@ impl Session {
         // generate kernels that keep the dispatch ABI for the launch plan it built.
         let loaded = unsafe { LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
-        let describe = |what: &'static str, types: Vec<&accy_ir::Type>| {
-            types
-                .into_iter()
-                .enumerate()
-                .map(|(index, ty)| {
-                    Descriptor::of(ty).ok_or_else(|| SessionFailure::TooLarge {
-                        what,
-                        index,
-                        ty: ty.clone(),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        let inputs = describe("input", program.inputs().map(|(_, p)| &p.ty).collect())
-            .map_err(|e| self.fail(Inner::Session(e)))?;
-        let output_types = program
-            .outputs
-            .iter()
-            .filter_map(|o| program.value_type(o.value))
-            .collect();
-        let outputs = describe("output", output_types).map_err(|e| self.fail(Inner::Session(e)))?;
+        let (inputs, outputs) =
+            Descriptor::of_artifact(&loaded).map_err(|e| self.fail(Inner::Session(e)))?;
         let compiled = Arc::new(Compiled {
             loaded,
             inputs,

@@ -271,7 +271,8 @@ impl<'p> Planner<'p> {
             return self.exprs.push(ExprKind::Const { bits: 0 }, ty.dtype);
         }
         let map = views::row_major(&ty.dims, 0)?;
-        self.exprs.push(ExprKind::Load { buf, map }, ty.dtype)
+        self.exprs
+            .push(ExprKind::Load { binding: buf, map }, ty.dtype)
     }
 
     /// The buffer value `v` is materialized into: the first output slot returning `v` that
@@ -458,7 +459,7 @@ impl<'p> Planner<'p> {
             }
             let e = self.val(out.value)?;
             let expr = self.exprs.get(e)?.clone();
-            if let ExprKind::Load { buf, map } = &expr.kind {
+            if let ExprKind::Load { binding: buf, map } = &expr.kind {
                 if *map == views::row_major(&ty.dims, map.offset)? {
                     let offset = u64::try_from(map.offset)
                         .map_err(|_| CompileError::internal("negative view offset"))?;
