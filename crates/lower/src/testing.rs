@@ -289,6 +289,7 @@ pub fn validate_plan(lowered: &LoweredProgram) -> Result<PlanSummary, ArtifactEr
             },
             offset,
             len: 1,
+            worker_scratch: 0,
         });
     }
     artifact.constants = lowered.constants.clone();

@@ -41,6 +41,7 @@ impl Target for Stub {
                 name: k.name.clone(),
                 offset,
                 len: 1,
+                worker_scratch: 0,
             });
         }
         Ok(code)

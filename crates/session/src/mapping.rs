@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError};
+use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError, PoolError};
 use accy_lower::{CompileError, LookupError};
 use accy_wire::DecodeError;
 
@@ -18,6 +18,7 @@ pub(crate) enum Inner {
     Launch(LaunchError),
     Cpu(CpuError),
     Lookup(LookupError),
+    Pool(PoolError),
     /// A failure the session itself detected, with its message.
     Session(SessionFailure),
 }
@@ -106,6 +107,7 @@ impl Inner {
             Inner::Launch(e) => Error::LaunchFailed(cause(e)),
             Inner::Cpu(e) => Error::CompileFailed(cause(e)),
             Inner::Lookup(e) => Error::CompileFailed(cause(e)),
+            Inner::Pool(e) => Error::OutOfMemory(cause(e)),
             Inner::Session(
                 e @ (SessionFailure::TooLarge { .. } | SessionFailure::Untyped { .. }),
             ) => Error::CompileFailed(cause(e)),

@@ -189,7 +189,7 @@ pub fn run_code_claiming(
     // The state page: DispatchState, pointers, lengths, import table.
     let n = buffers.len() as u64;
     let claimed = lengths_claimed.len() as u64;
-    let pointers = STATE + 64;
+    let pointers = STATE + u64::from(DispatchState::SIZE).next_multiple_of(64);
     let lengths = pointers + 8 * n.max(claimed);
     let imports = lengths + 8 * n.max(claimed);
     let state_size = round_up(imports - STATE + 8 * Import::COUNT as u64);
@@ -227,6 +227,19 @@ pub fn run_code_claiming(
         &workgroups.to_le_bytes(),
     );
     put(field(DispatchState::OFFSET_IMPORTS), &imports.to_le_bytes());
+    // No worker scratch: none of the kernels run here declares any; worker 0 of 1.
+    put(
+        field(DispatchState::OFFSET_WORKER_SCRATCH),
+        &0u64.to_le_bytes(),
+    );
+    put(
+        field(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE),
+        &0u64.to_le_bytes(),
+    );
+    put(
+        field(DispatchState::OFFSET_WORKER_COUNT),
+        &1u32.to_le_bytes(),
+    );
     for (i, a) in addresses.iter().enumerate() {
         put(pointers + 8 * i as u64, &a.to_le_bytes());
     }
@@ -252,6 +265,7 @@ pub fn run_code_claiming(
         }
         uc.reg_write(x(0), STATE).map_err(err("x0"))?;
         uc.reg_write(x(1), u64::from(wg)).map_err(err("x1"))?;
+        uc.reg_write(x(2), 0).map_err(err("x2"))?;
         uc.reg_write(RegisterARM64::LR, MAGIC).map_err(err("lr"))?;
         uc.reg_write(RegisterARM64::SP, top).map_err(err("sp"))?;
         let start = CODE + u64::from(entry);

@@ -87,6 +87,10 @@ impl Target for A64Target {
     }
 
     fn emit(&self, kernels: &[LoopKernel], _options: &Options) -> Result<EmittedCode, EmitError> {
-        crate::emit::assemble(kernels, |k| &k.name, kernel::emit_kernel)
+        crate::emit::assemble(
+            kernels,
+            |k| &k.name,
+            |ops, k| kernel::emit_kernel(ops, k).map(|()| 0),
+        )
     }
 }

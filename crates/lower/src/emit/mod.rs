@@ -65,18 +65,19 @@ pub(crate) fn identity_bits(op: ReduceOp, dtype: DType) -> Option<u64> {
     reduce_identity(op, dtype).map(|s| s.to_bits())
 }
 
-/// Emits `kernels` one after another into one assembler with `emit_one`, committing each on
-/// its own so an assembler error names its kernel, and collects one entry per kernel.
+/// Emits `kernels` one after another into one assembler with `emit_one` (which returns the
+/// bytes of worker scratch the kernel needs), committing each on its own so an assembler error
+/// names its kernel, and collects one entry per kernel.
 pub(crate) fn assemble<R: Relocation, K>(
     kernels: &[K],
     name: impl Fn(&K) -> &str,
-    mut emit_one: impl FnMut(&mut VecAssembler<R>, &K) -> Result<(), EmitError>,
+    mut emit_one: impl FnMut(&mut VecAssembler<R>, &K) -> Result<u64, EmitError>,
 ) -> Result<EmittedCode, EmitError> {
     let mut ops = VecAssembler::<R>::new(0);
     let mut entries = Vec::with_capacity(kernels.len());
     for k in kernels {
         let start = ops.offset().0;
-        emit_one(&mut ops, k)?;
+        let worker_scratch = emit_one(&mut ops, k)?;
         ops.commit().map_err(|e| EmitError::Assembler {
             kernel: name(k).to_owned(),
             message: e.to_string(),
@@ -87,6 +88,7 @@ pub(crate) fn assemble<R: Relocation, K>(
             name: name(k).to_owned(),
             offset: u32::try_from(start).map_err(|_| too_large())?,
             len: u32::try_from(end - start).map_err(|_| too_large())?,
+            worker_scratch,
         });
     }
     let code = ops.finalize().map_err(|e| EmitError::Assembler {

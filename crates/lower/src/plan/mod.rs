@@ -48,6 +48,7 @@ mod buffers;
 mod coalesce;
 mod expr;
 mod ops;
+mod tiles;
 mod views;
 
 use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
@@ -134,6 +135,7 @@ enum Pending {
     Dispatch {
         kernel: u32,
         bindings: Vec<(BufId, Access)>,
+        workgroups: u32,
     },
 }
 
@@ -432,10 +434,12 @@ impl<'p> Planner<'p> {
         };
         coalesce::coalesce(&mut kernel);
         kernel.validate()?;
+        let workgroups = tiles::workgroups(&kernel);
         self.kernels.push(kernel);
         self.commands.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
+            workgroups,
         });
         Ok(())
     }

@@ -161,7 +161,7 @@ impl Target for X64Target {
         crate::emit::assemble(
             kernels,
             |k| &k.name,
-            |ops, k| kernel::emit_kernel(ops, k, self.tier, options.reassociate),
+            |ops, k| kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0),
         )
     }
 }

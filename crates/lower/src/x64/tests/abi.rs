@@ -43,7 +43,7 @@ fn trampoline() -> Vec<u8> {
         ; sub rsp, 8
         ; mov [rsp], rcx
         ; mov [rcx + 48], rsp
-        ; mov rax, rdi ; mov rdi, rsi ; mov esi, edx
+        ; mov rax, rdi ; mov rdi, rsi ; mov esi, edx ; xor edx, edx
         ; mov rbx, QWORD p[0] ; mov rbp, QWORD p[1] ; mov r12, QWORD p[2]
         ; mov r13, QWORD p[3] ; mov r14, QWORD p[4] ; mov r15, QWORD p[5]
         ; call rax
@@ -137,6 +137,10 @@ fn callee_saved_registers_and_stack_survive_every_tier() {
             scalar_count: 0,
             workgroup_count: 1,
             imports: IMPORT_TABLE.as_ptr(),
+            worker_scratch: std::ptr::null_mut(),
+            worker_scratch_stride: 0,
+            worker_count: 1,
+            reserved: 0,
         };
         let mut saved = [0u64; 8];
         // SAFETY: the trampoline is a complete function of this signature that calls its

@@ -78,6 +78,10 @@ impl KernelRunner for HostRunner {
             scalar_count: 0,
             workgroup_count: launch.workgroups,
             imports: IMPORT_TABLE.as_ptr(),
+            worker_scratch: std::ptr::null_mut(),
+            worker_scratch_stride: 0,
+            worker_count: 1,
+            reserved: 0,
         };
         let statuses = (0..launch.workgroups.max(1))
             .map(|wg| {
@@ -89,7 +93,9 @@ impl KernelRunner for HostRunner {
                 // guard page, which this runner is never asked to do); the import table holds
                 // functions of the documented signatures.
                 unsafe {
-                    entry.call::<extern "C" fn(*const DispatchState, u32) -> u32>((&state, wg))
+                    entry.call::<extern "C" fn(*const DispatchState, u32, u32) -> u32>((
+                        &state, wg, 0,
+                    ))
                 }
             })
             .collect();
