@@ -15,3 +15,12 @@ accy_lower::conformance_tests!(
     Options::default().with_reassociate(false),
     600
 );
+
+// Default mode: the contraction microkernels fuse multiply and add (loop kernels never
+// reassociate on this backend, so the other groups check the same code again).
+accy_lower::conformance_tests!(
+    aarch64_neon_default,
+    Some(EmulatorRunner::default()),
+    Options::default(),
+    200
+);

@@ -159,7 +159,10 @@ fn aarch64_encoding_tables() {
     for (file, k) in kernels() {
         k.validate().expect("valid kernel");
         let code = target
-            .emit(std::slice::from_ref(&k), &accy_lower::Options::default())
+            .emit(
+                &[accy_lower::kernel::Kernel::Loop(k.clone())],
+                &accy_lower::Options::default(),
+            )
             .expect("emit");
         assert_eq!(code.code.len() % 4, 0);
         let listing = disassemble(&code.code)
@@ -202,7 +205,10 @@ fn aarch64_llvm_mc_agrees_every_word_is_valid() {
     let target = A64Target::new();
     for (file, k) in kernels() {
         let code = target
-            .emit(std::slice::from_ref(&k), &accy_lower::Options::default())
+            .emit(
+                &[accy_lower::kernel::Kernel::Loop(k.clone())],
+                &accy_lower::Options::default(),
+            )
             .expect("emit")
             .code;
         let hex: Vec<String> = code.iter().map(|b| format!("0x{b:02x}")).collect();

@@ -30,7 +30,10 @@ fn aarch64_harness_catches_a_patched_instruction() {
         );
         let k = elementwise("patched", n, &[DType::F32, DType::F32], vec![add]);
         let mut code = A64Target::new()
-            .emit(std::slice::from_ref(&k), &Options::default())
+            .emit(
+                &[accy_lower::kernel::Kernel::Loop(k.clone())],
+                &Options::default(),
+            )
             .expect("emit")
             .code;
         let n = n as usize;

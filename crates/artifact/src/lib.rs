@@ -61,6 +61,24 @@ pub struct KernelEntry {
     pub worker_scratch: u64,
 }
 
+/// The cache sizes a compile blocked its kernels for (contraction tiles, panel widths): part of
+/// the artifact, so that the same program, target and blocking always give the same plan, and
+/// a loader can tell what the code was tuned for. Zero means "not recorded".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Blocking {
+    /// Bytes of level-1 data cache per core.
+    pub l1d: u64,
+    /// Bytes of level-2 cache per core.
+    pub l2: u64,
+}
+
+impl fmt::Display for Blocking {
+    /// `l1d 48 KiB, l2 2048 KiB`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "l1d {} KiB, l2 {} KiB", self.l1d >> 10, self.l2 >> 10)
+    }
+}
+
 /// The complete, inert result of compiling one program for one target.
 ///
 /// A compiler fills every field; a runtime calls [`Artifact::validate`] and loads it only if
@@ -72,6 +90,8 @@ pub struct Artifact {
     pub abi_version: u32,
     /// The architecture and exactly the CPU features the code uses.
     pub target: TargetSpec,
+    /// The cache sizes the kernels were blocked for.
+    pub blocking: Blocking,
     /// Machine code of all kernels, in one block the runtime maps read/execute.
     pub code: Vec<u8>,
     /// Kernel entry points into `code`.
@@ -91,6 +111,7 @@ impl Artifact {
         Artifact {
             abi_version: abi::ABI_VERSION,
             target,
+            blocking: Blocking::default(),
             code: Vec::new(),
             kernels: Vec::new(),
             constants: Vec::new(),
@@ -119,11 +140,15 @@ impl fmt::Display for Artifact {
     /// A human-readable dump (for `accy inspect` and test failures): target, kernels, slots
     /// and commands, one item per line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
             "artifact abi {} target {}",
             self.abi_version, self.target
         )?;
+        if self.blocking != Blocking::default() {
+            write!(f, " blocked for {}", self.blocking)?;
+        }
+        writeln!(f)?;
         writeln!(
             f,
             "code {} bytes, constants {} bytes",

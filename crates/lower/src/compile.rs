@@ -1,10 +1,10 @@
 //! [`compile`]: the whole pipeline from a program to a validated [`Artifact`].
 
-use accy_artifact::{Artifact, LaunchPlan, TargetSpec};
-use accy_ir::Program;
+use accy_artifact::{Artifact, Blocking, LaunchPlan, TargetSpec};
+use accy_ir::{DType, Program};
 
 use crate::error::CompileError;
-use crate::kernel::LoopKernel;
+use crate::kernel::Kernel;
 use crate::plan::{plan_with, LoweredProgram};
 use crate::target::{EmittedCode, Target};
 
@@ -24,6 +24,12 @@ pub struct Options {
     /// the reference interpreter's; with `true` float sums may differ by rounding, within the
     /// bounds the op documentation states.
     pub reassociate: bool,
+    /// The cache sizes kernels are blocked for (default: 32 KiB L1d, 512 KiB L2, at or below
+    /// what current cores have). A session passes the host's; recorded in the artifact.
+    pub caches: Blocking,
+    /// The contraction register tiles `(rows, columns)` for f32 and f64; [`compile`] sets them
+    /// from the target ([`Target::micro_tile`]).
+    pub micro_tiles: [(u64, u64); 2],
 }
 
 impl Default for Options {
@@ -31,6 +37,11 @@ impl Default for Options {
         Options {
             fuse: true,
             reassociate: true,
+            caches: Blocking {
+                l1d: 32 << 10,
+                l2: 512 << 10,
+            },
+            micro_tiles: [(6, 16), (6, 8)],
         }
     }
 }
@@ -47,6 +58,39 @@ impl Options {
         self.reassociate = reassociate;
         self
     }
+
+    /// These options with [`Options::caches`] set; zero sizes keep the defaults.
+    pub fn with_caches(mut self, caches: Blocking) -> Options {
+        let defaults = Options::default().caches;
+        self.caches = Blocking {
+            l1d: if caches.l1d == 0 {
+                defaults.l1d
+            } else {
+                caches.l1d
+            },
+            l2: if caches.l2 == 0 {
+                defaults.l2
+            } else {
+                caches.l2
+            },
+        };
+        self
+    }
+
+    /// These options with the register tiles of `target`.
+    pub fn for_target(mut self, target: &dyn Target) -> Options {
+        self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
+        self
+    }
+
+    /// The contraction register tile for `dtype`.
+    pub(crate) fn micro_tile(&self, dtype: DType) -> (u64, u64) {
+        if dtype == DType::F64 {
+            self.micro_tiles[1]
+        } else {
+            self.micro_tiles[0]
+        }
+    }
 }
 
 /// Everything one compile produced: the artifact, and the kernel descriptions its code was
@@ -56,7 +100,7 @@ pub struct Compilation {
     /// The validated artifact.
     pub artifact: Artifact,
     /// The kernels, in the artifact's kernel order; each prints itself (`Display`).
-    pub kernels: Vec<LoopKernel>,
+    pub kernels: Vec<Kernel>,
 }
 
 /// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), emits
@@ -77,10 +121,12 @@ pub fn compile_detailed(
     options: &Options,
 ) -> Result<Compilation, CompileError> {
     accy_ir::verify(program).map_err(CompileError::Invalid)?;
-    let lowered = plan_with(program, options)?;
-    let code = target.emit(&lowered.kernels, options)?;
+    let options = options.clone().for_target(target);
+    let lowered = plan_with(program, &options)?;
+    let code = target.emit(&lowered.kernels, &options)?;
     let kernels = lowered.kernels.clone();
-    let artifact = lowered.into_artifact(target.spec(), code)?;
+    let mut artifact = lowered.into_artifact(target.spec(), code)?;
+    artifact.blocking = options.caches;
     artifact.validate()?;
     Ok(Compilation { artifact, kernels })
 }

@@ -9,7 +9,7 @@
 use accy_artifact::{Arch, FeatureSet, KernelEntry, TargetSpec};
 
 use crate::compile::Options;
-use crate::kernel::LoopKernel;
+use crate::kernel::Kernel;
 
 /// An ISA backend: translates kernel descriptions into machine code for one instruction-set
 /// tier. Implementations are immutable and shareable (`Send + Sync`), so one can serve many
@@ -30,11 +30,16 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         self.spec().features
     }
 
+    /// The `(rows, columns)` of the register tile this target's contraction microkernels
+    /// compute for `dtype` (f32 or f64): the planner makes contraction tiles multiples of it
+    /// and panels the right operand to its width (see `crate::emit::contraction`).
+    fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64);
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
-    /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed
-    /// [`LoopKernel::validate`]. `options` carries the numeric mode
-    /// ([`Options::reassociate`]). Never panics: an encoding problem is an [`EmitError`].
-    fn emit(&self, kernels: &[LoopKernel], options: &Options) -> Result<EmittedCode, EmitError>;
+    /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed [`Kernel::validate`].
+    /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an
+    /// encoding problem is an [`EmitError`].
+    fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError>;
 }
 
 /// What a [`Target`] produces: position-independent code and where each kernel starts.

@@ -18,7 +18,6 @@ use accy_ir::{Program, Tensor, TensorData};
 pub mod conformance;
 pub mod kernels;
 
-use crate::kernel::run_kernel;
 use crate::plan::LoweredProgram;
 
 fn bytes<'a>(slots: &'a [Vec<u8>], r: &Region) -> Result<&'a [u8], String> {
@@ -188,7 +187,7 @@ pub fn run_lowered(
             .get(kernel as usize)
             .ok_or_else(|| format!("no kernel {kernel}"))?;
         let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
-        run_kernel(k, &mut views).map_err(|e| e.to_string())
+        k.run(&mut views).map_err(|e| e.to_string())
     };
     run_commands(
         &lowered.plan,
@@ -282,10 +281,10 @@ pub fn validate_plan(lowered: &LoweredProgram) -> Result<PlanSummary, ArtifactEr
             .code
             .resize(artifact.code.len().next_multiple_of(align as usize), 0xcc);
         artifact.kernels.push(KernelEntry {
-            name: if k.name.is_empty() {
+            name: if k.name().is_empty() {
                 format!("kernel{i}")
             } else {
-                k.name.clone()
+                k.name().to_owned()
             },
             offset,
             len: 1,

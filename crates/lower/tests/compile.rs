@@ -3,7 +3,7 @@
 
 use accy_artifact::{Arch, FeatureSet, KernelEntry, TargetSpec};
 use accy_ir::text;
-use accy_lower::kernel::LoopKernel;
+use accy_lower::kernel::Kernel;
 use accy_lower::{compile, CompileError, EmitError, EmittedCode, Options, Target};
 
 /// A backend whose "code" for each kernel is one `ret`, padded to the code alignment.
@@ -22,10 +22,16 @@ impl Target for Stub {
         TargetSpec::new(Arch::X86_64, FeatureSet::default())
     }
 
-    fn emit(&self, kernels: &[LoopKernel], _: &Options) -> Result<EmittedCode, EmitError> {
+    fn micro_tile(&self, _: accy_ir::DType) -> (u64, u64) {
+        (4, 8)
+    }
+
+    fn emit(&self, kernels: &[Kernel], _: &Options) -> Result<EmittedCode, EmitError> {
         if self.fail {
             return Err(EmitError::Assembler {
-                kernel: kernels.first().map_or(String::new(), |k| k.name.clone()),
+                kernel: kernels
+                    .first()
+                    .map_or(String::new(), |k| k.name().to_owned()),
                 message: "refused".into(),
             });
         }
@@ -38,7 +44,7 @@ impl Target for Stub {
             code.code.push(0xc3);
             code.code.resize(code.code.len().next_multiple_of(16), 0xcc);
             code.entries.push(KernelEntry {
-                name: k.name.clone(),
+                name: k.name().to_owned(),
                 offset,
                 len: 1,
                 worker_scratch: 0,

@@ -128,7 +128,7 @@ pub fn run_code(
     abi_version: u32,
 ) -> RunResult<Vec<u32>> {
     let lengths: Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
-    run_code_claiming(code, entry, buffers, workgroups, abi_version, &lengths)
+    run_code_claiming(code, entry, buffers, workgroups, abi_version, &lengths, 0)
 }
 
 /// [`run_code`], but the dispatch state claims `lengths` (one per buffer, or a different
@@ -141,6 +141,7 @@ pub fn run_code_claiming(
     workgroups: u32,
     abi_version: u32,
     lengths_claimed: &[u64],
+    worker_scratch: u64,
 ) -> RunResult<Vec<u32>> {
     let mut uc = Unicorn::new(Arch::ARM64, Mode::LITTLE_ENDIAN).map_err(err("new"))?;
     // The ARMv8.0 baseline the backend targets (A72 is also unicorn's default).
@@ -186,6 +187,17 @@ pub fn run_code_claiming(
         next = start + size + PAGE;
     }
 
+    // Worker scratch for worker 0, between unmapped pages like a binding.
+    let worker_base = next + PAGE;
+    if worker_scratch > 0 {
+        uc.mem_map(
+            worker_base,
+            round_up(worker_scratch),
+            Prot::READ | Prot::WRITE,
+        )
+        .map_err(err("map worker scratch"))?;
+    }
+
     // The state page: DispatchState, pointers, lengths, import table.
     let n = buffers.len() as u64;
     let claimed = lengths_claimed.len() as u64;
@@ -227,14 +239,19 @@ pub fn run_code_claiming(
         &workgroups.to_le_bytes(),
     );
     put(field(DispatchState::OFFSET_IMPORTS), &imports.to_le_bytes());
-    // No worker scratch: none of the kernels run here declares any; worker 0 of 1.
+    // Worker 0 of 1, with the scratch its kernel declares.
+    let stride = if worker_scratch == 0 {
+        0
+    } else {
+        round_up(worker_scratch)
+    };
     put(
         field(DispatchState::OFFSET_WORKER_SCRATCH),
-        &0u64.to_le_bytes(),
+        &worker_base.to_le_bytes(),
     );
     put(
         field(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE),
-        &0u64.to_le_bytes(),
+        &stride.to_le_bytes(),
     );
     put(
         field(DispatchState::OFFSET_WORKER_COUNT),
@@ -344,7 +361,8 @@ impl KernelRunner for EmulatorRunner {
         buffers: &mut [Vec<u8>],
         launch: &Launch<'_>,
     ) -> RunResult<Vec<u32>> {
-        let entry = code.entries.get(index).ok_or("no such kernel")?.offset;
+        let entry = code.entries.get(index).ok_or("no such kernel")?;
+        let (entry, worker_scratch) = (entry.offset, entry.worker_scratch);
         let real: Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
         let lengths = launch.claimed_lengths.unwrap_or(&real).to_vec();
         self.runs.fetch_add(1, Ordering::Relaxed);
@@ -355,6 +373,7 @@ impl KernelRunner for EmulatorRunner {
             launch.workgroups,
             launch.abi_version,
             &lengths,
+            worker_scratch,
         )
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use accy_artifact::{Arch, Artifact};
 use accy_executable::CpuInfo;
-use accy_lower::kernel::LoopKernel;
+use accy_lower::kernel::Kernel;
 use accy_lower::{lookup_host, lookup_name, Options, Target};
 use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
 
@@ -54,7 +54,7 @@ fn render(
     file: &Path,
     target: &str,
     artifact: &Artifact,
-    kernels: &[LoopKernel],
+    kernels: &[Kernel],
     disassemble: bool,
 ) -> String {
     let mut s = String::new();

@@ -25,7 +25,9 @@
 
 pub(crate) mod asm;
 mod convert;
+mod gemm;
 mod kernel;
+mod micro;
 mod scalar;
 mod vector;
 
@@ -35,7 +37,7 @@ mod tests;
 use accy_artifact::{Arch, CpuFeature, FeatureSet, TargetSpec};
 
 use crate::compile::Options;
-use crate::kernel::LoopKernel;
+use crate::kernel::Kernel;
 use crate::target::{EmitError, EmittedCode, Target};
 
 /// The backend name.
@@ -86,11 +88,15 @@ impl Target for A64Target {
         TargetSpec::new(Arch::Aarch64, A64Target::code_features())
     }
 
-    fn emit(&self, kernels: &[LoopKernel], _options: &Options) -> Result<EmittedCode, EmitError> {
-        crate::emit::assemble(
-            kernels,
-            |k| &k.name,
-            |ops, k| kernel::emit_kernel(ops, k).map(|()| 0),
-        )
+    fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64) {
+        let m = micro::Micro::for_dtype(dtype, true);
+        (m.mr, m.nr())
+    }
+
+    fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
+        crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
+            Kernel::Loop(k) => kernel::emit_kernel(ops, k).map(|()| 0),
+            Kernel::Contraction(k) => gemm::emit_contraction(ops, k, options.reassociate),
+        })
     }
 }

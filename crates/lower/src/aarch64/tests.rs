@@ -8,13 +8,13 @@ use accy_ir::{BinaryOp, DType};
 
 use super::asm::{add_imm, mov_imm, mul_imm, Asm};
 use super::A64Target;
-use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node};
+use crate::kernel::{IndexMap, Kernel, KernelNode, LoopKernel, Node};
 use crate::target::{EmitError, Target};
 use crate::testing::kernels::{copy_f32x4 as base, random_kernel};
 
 fn emit(k: &LoopKernel) -> Result<Vec<u8>, EmitError> {
     A64Target::new()
-        .emit(std::slice::from_ref(k), &crate::Options::default())
+        .emit(&[Kernel::Loop(k.clone())], &crate::Options::default())
         .map(|c| c.code)
 }
 

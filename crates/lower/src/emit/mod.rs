@@ -3,6 +3,7 @@
 //! of [`crate::Target::emit`]. The ISA folders (`x64/`, `aarch64/`) hold only instruction
 //! selection and mirror each other file for file; neither imports the other.
 
+pub(crate) mod contraction;
 pub(crate) mod frame;
 
 use accy_artifact::abi::MAX_BINDINGS;

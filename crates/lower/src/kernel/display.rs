@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use super::{IndexMap, LoopKernel, Node};
+use super::{ContractionKernel, IndexMap, Kernel, LoopKernel, Node, Operand};
 
 impl fmt::Display for IndexMap {
     /// `3 + 1000*i0 + i1`: the offset, then each non-zero stride's term.
@@ -60,6 +60,7 @@ impl fmt::Display for Node {
                 on_false,
             } => write!(f, "select %{cond}, %{on_true}, %{on_false}"),
             Node::Convert { x } => write!(f, "convert %{x}"),
+            Node::Acc => f.write_str("acc"),
         }
     }
 }
@@ -97,6 +98,70 @@ impl fmt::Display for LoopKernel {
         writeln!(
             f,
             "  store {combine}%{} at b{}[{}]",
+            self.result, self.store.binding, self.store.map
+        )
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Loop(k) => fmt::Display::fmt(k, f),
+            Kernel::Contraction(k) => fmt::Display::fmt(k, f),
+        }
+    }
+}
+
+/// `b1[0 + 784*i1 + i2]`, or `b1 panels of 16 at 0 (batch stride 0)`.
+fn operand(f: &mut fmt::Formatter<'_>, o: &Operand) -> fmt::Result {
+    match o.panels {
+        None => write!(f, "b{}[{}]", o.binding, o.map),
+        Some(w) => write!(
+            f,
+            "b{} panels of {w} at {} (batch stride {})",
+            o.binding,
+            o.map.offset,
+            o.map.strides.first().copied().unwrap_or(0)
+        ),
+    }
+}
+
+impl fmt::Display for ContractionKernel {
+    /// Like a loop kernel: a header with the product's shape and tile, the bindings, the
+    /// operands (maps over `(i0, i1, i2)` = `(b, m, k)` and `(b, k, n)`), the epilogue nodes
+    /// and the store (over `(b, m, n)`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, {} workgroups",
+            self.name,
+            self.batch,
+            self.m,
+            self.n,
+            self.k,
+            self.dtype,
+            self.tile_m,
+            self.tile_n,
+            self.workgroups()
+        )?;
+        for (b, binding) in self.bindings.iter().enumerate() {
+            writeln!(
+                f,
+                "  b{b}: {} {} x {}",
+                binding.access, binding.dtype, binding.elements
+            )?;
+        }
+        f.write_str("  lhs ")?;
+        operand(f, &self.lhs)?;
+        f.write_str("\n  rhs ")?;
+        operand(f, &self.rhs)?;
+        writeln!(f)?;
+        for (n, node) in self.epilogue.iter().enumerate() {
+            writeln!(f, "  %{n} = {} : {}", node.node, node.dtype)?;
+        }
+        writeln!(
+            f,
+            "  store %{} at b{}[{}]",
             self.result, self.store.binding, self.store.map
         )
     }

@@ -12,10 +12,10 @@
 //! that point's store, and a point sees the stores of all earlier points.
 
 use accy_ir::interp::scalar::{self, Scalar};
-use accy_ir::DType;
+use accy_ir::{BinaryOp, DType, ReduceOp};
 
 use super::validate::{KernelError, Site};
-use super::{IndexMap, LoopKernel, Node, NodeId};
+use super::{ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId};
 
 /// Runs `kernel` on `bindings` (buffer `i` is binding `i`, holding exactly
 /// `elements * dtype size` bytes, little-endian; a bool byte reads as true when non-zero and is
@@ -25,30 +25,90 @@ use super::{IndexMap, LoopKernel, Node, NodeId};
 /// a panic or an out-of-bounds access. Only elements the kernel stores are changed.
 pub fn run_kernel(kernel: &LoopKernel, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
     kernel.validate()?;
-    if bindings.len() != kernel.bindings.len() {
+    check_buffers(&kernel.name, &kernel.bindings, bindings)?;
+    Runner {
+        kernel,
+        body: Body::of(kernel),
+    }
+    .run(bindings)
+}
+
+/// Runs the contraction `kernel` on `bindings` (as [`run_kernel`] does a loop kernel): the
+/// exact semantics of the `kernel::contraction` module — the accumulator from `+0`, `acc +
+/// a·b` in ascending `k` with the multiply rounded, then the epilogue at each point. Validates
+/// first; only elements the kernel stores are changed.
+pub fn run_contraction(
+    kernel: &ContractionKernel,
+    bindings: &mut [&mut [u8]],
+) -> Result<(), KernelError> {
+    kernel.validate()?;
+    check_buffers(&kernel.name, &kernel.bindings, bindings)?;
+    let mut body = Body {
+        name: &kernel.name,
+        nodes: &kernel.epilogue,
+        result: kernel.result,
+        values: Vec::with_capacity(kernel.epilogue.len()),
+    };
+    let space = kernel.space();
+    if space.contains(&0) {
+        return Ok(());
+    }
+    let result_dtype = kernel
+        .epilogue
+        .get(kernel.result as usize)
+        .map(|n| n.dtype)
+        .ok_or_else(|| body.error(Site::Store, "no result node"))?;
+    let zero = scalar::reduce_identity(ReduceOp::Sum, kernel.dtype)
+        .ok_or_else(|| body.error(Site::Store, "no zero"))?;
+    let mut point = [0u64; 3];
+    loop {
+        let [b, m, n] = point;
+        let mut acc = zero;
+        for k in 0..kernel.k {
+            let a_at = body.position(Site::Lhs, kernel.lhs.offset([b, m, k], kernel.k))?;
+            let b_at = body.position(Site::Rhs, kernel.rhs.offset([b, k, n], kernel.k))?;
+            let a = body.read(Site::Lhs, kernel.lhs.binding, a_at, kernel.dtype, bindings)?;
+            let x = body.read(Site::Rhs, kernel.rhs.binding, b_at, kernel.dtype, bindings)?;
+            let product = scalar::binary(BinaryOp::Mul, a, x)
+                .ok_or_else(|| body.error(Site::Lhs, "cannot multiply"))?;
+            acc = scalar::binary(BinaryOp::Add, acc, product)
+                .ok_or_else(|| body.error(Site::Lhs, "cannot add"))?;
+        }
+        let value = body.eval(&point, Some(acc), bindings)?;
+        let offset = body.offset(Site::Store, &kernel.store.map, &point, 0)?;
+        body.write(kernel.store.binding, offset, result_dtype, value, bindings)?;
+        if !advance(&mut point, &space) {
+            return Ok(());
+        }
+    }
+}
+
+/// Checks that each buffer has exactly its binding's byte size.
+fn check_buffers(
+    name: &str,
+    declared: &[KernelBinding],
+    bindings: &[&mut [u8]],
+) -> Result<(), KernelError> {
+    if bindings.len() != declared.len() {
         return Err(KernelError::BufferCount {
-            kernel: kernel.name.clone(),
-            expected: kernel.bindings.len(),
+            kernel: name.to_owned(),
+            expected: declared.len(),
             found: bindings.len(),
         });
     }
-    for (i, (b, buffer)) in kernel.bindings.iter().zip(bindings.iter()).enumerate() {
+    for (i, (b, buffer)) in declared.iter().zip(bindings.iter()).enumerate() {
         // Validation proved the product does not overflow.
         let expected = b.elements.saturating_mul(b.dtype.size_bytes());
         if buffer.len() as u64 != expected {
             return Err(KernelError::BufferSize {
-                kernel: kernel.name.clone(),
+                kernel: name.to_owned(),
                 binding: i as u32,
                 expected,
                 found: buffer.len() as u64,
             });
         }
     }
-    Runner {
-        kernel,
-        values: Vec::with_capacity(kernel.nodes.len()),
-    }
-    .run(bindings)
+    Ok(())
 }
 
 /// Advances `point[..]` to the next point of `dims` in row-major order (last dim fastest);
@@ -64,18 +124,22 @@ fn advance(point: &mut [u64], dims: &[u64]) -> bool {
     false
 }
 
+/// A node list evaluated point by point: a loop kernel's body or a contraction's epilogue.
+struct Body<'k> {
+    name: &'k str,
+    nodes: &'k [KernelNode],
+    result: NodeId,
+    values: Vec<Scalar>,
+}
+
 struct Runner<'k> {
     kernel: &'k LoopKernel,
-    values: Vec<Scalar>,
+    body: Body<'k>,
 }
 
 impl Runner<'_> {
     fn error(&self, site: Site, message: impl Into<String>) -> KernelError {
-        KernelError::Internal {
-            kernel: self.kernel.name.clone(),
-            site,
-            message: message.into(),
-        }
+        self.body.error(site, message)
     }
 
     fn run(mut self, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
@@ -94,13 +158,13 @@ impl Runner<'_> {
         let mut point = vec![0u64; dims.len()];
         loop {
             let value = match k.reduction {
-                None => self.eval(&point, bindings)?,
+                None => self.body.eval(&point, None, bindings)?,
                 Some(op) => {
                     let mut acc = scalar::reduce_identity(op, result_dtype)
                         .ok_or_else(|| self.error(Site::Store, "reduction has no identity"))?;
                     if !reduced_dims.contains(&0) {
                         loop {
-                            let x = self.eval(&point, bindings)?;
+                            let x = self.body.eval(&point, None, bindings)?;
                             acc = scalar::reduce_combine(op, acc, x).ok_or_else(|| {
                                 self.error(Site::Store, "reduction does not accept the result")
                             })?;
@@ -112,19 +176,59 @@ impl Runner<'_> {
                     acc
                 }
             };
-            let offset = self.offset(Site::Store, &k.store.map, &point[..parallel], 0)?;
-            let binding = k.store.binding;
-            let size = result_dtype.size_bytes() as usize;
-            let written = bindings
-                .get_mut(binding as usize)
-                .and_then(|b| b.get_mut(offset * size..(offset + 1) * size))
-                .is_some_and(|bytes| value.write_le_bytes(bytes));
-            if !written {
-                return Err(self.error(Site::Store, format!("element {offset} is out of range")));
-            }
+            let offset = self
+                .body
+                .offset(Site::Store, &k.store.map, &point[..parallel], 0)?;
+            self.body
+                .write(k.store.binding, offset, result_dtype, value, bindings)?;
             if !advance(&mut point[..parallel], parallel_dims) {
                 return Ok(());
             }
+        }
+    }
+}
+
+impl<'k> Body<'k> {
+    fn of(kernel: &'k LoopKernel) -> Body<'k> {
+        Body {
+            name: &kernel.name,
+            nodes: &kernel.nodes,
+            result: kernel.result,
+            values: Vec::with_capacity(kernel.nodes.len()),
+        }
+    }
+
+    fn error(&self, site: Site, message: impl Into<String>) -> KernelError {
+        KernelError::Internal {
+            kernel: self.name.to_owned(),
+            site,
+            message: message.into(),
+        }
+    }
+
+    /// `at` as a buffer position.
+    fn position(&self, site: Site, at: i128) -> Result<usize, KernelError> {
+        usize::try_from(at).map_err(|_| self.error(site, format!("offset {at} is out of range")))
+    }
+
+    /// Writes `value` of `dtype` at element `offset` of `binding`.
+    fn write(
+        &self,
+        binding: u32,
+        offset: usize,
+        dtype: DType,
+        value: Scalar,
+        bindings: &mut [&mut [u8]],
+    ) -> Result<(), KernelError> {
+        let size = dtype.size_bytes() as usize;
+        let written = bindings
+            .get_mut(binding as usize)
+            .and_then(|b| b.get_mut(offset * size..(offset + 1) * size))
+            .is_some_and(|bytes| value.write_le_bytes(bytes));
+        if written {
+            Ok(())
+        } else {
+            Err(self.error(Site::Store, format!("element {offset} is out of range")))
         }
     }
 
@@ -166,10 +270,15 @@ impl Runner<'_> {
             .ok_or_else(|| self.error(site, format!("node {id} has no value")))
     }
 
-    /// The result node's value at `point`.
-    fn eval(&mut self, point: &[u64], bindings: &[&mut [u8]]) -> Result<Scalar, KernelError> {
+    /// The result node's value at `point`, with `acc` the accumulator an [`Node::Acc`] reads.
+    fn eval(
+        &mut self,
+        point: &[u64],
+        acc: Option<Scalar>,
+        bindings: &[&mut [u8]],
+    ) -> Result<Scalar, KernelError> {
         self.values.clear();
-        for (n, node) in self.kernel.nodes.iter().enumerate() {
+        for (n, node) in self.nodes.iter().enumerate() {
             let site = Site::Node(n as NodeId);
             let dtype = node.dtype;
             let undefined = || self.error(site, format!("operation undefined for {dtype}"));
@@ -233,12 +342,13 @@ impl Runner<'_> {
                     _ => return Err(undefined()),
                 },
                 Node::Convert { x } => scalar::convert(self.value(site, *x)?, dtype),
+                Node::Acc => acc.ok_or_else(|| self.error(site, "no accumulator here"))?,
             };
             if v.dtype() != dtype {
                 return Err(self.error(site, format!("value is {}, not {dtype}", v.dtype())));
             }
             self.values.push(v);
         }
-        self.value(Site::Store, self.kernel.result)
+        self.value(Site::Store, self.result)
     }
 }

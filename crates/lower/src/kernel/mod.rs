@@ -1,6 +1,8 @@
 //! The arch-neutral kernel description that every ISA emitter translates.
 //!
-//! A [`LoopKernel`] is a loop nest over a static iteration space. At every point of the space it
+//! Two forms ([`Kernel`]): a [`LoopKernel`] and a [`ContractionKernel`] (a batched matrix
+//! product with an epilogue, in `contraction.rs`). A [`LoopKernel`] is a loop nest over a
+//! static iteration space. At every point of the space it
 //! evaluates a small SSA expression ([`Node`]s) whose leaves read bindings through affine
 //! [`IndexMap`]s; it either stores the result at that point, or, when it has a reduction,
 //! combines the result over the trailing reduction dims and stores one value per point of the
@@ -37,12 +39,77 @@ use accy_artifact::Access;
 use accy_ir::{BinaryOp, CompareOp, DType, Dims, ReduceOp, UnaryOp};
 use smallvec::SmallVec;
 
+mod contraction;
 mod display;
 mod interp;
 mod validate;
 
-pub use interp::run_kernel;
+pub use contraction::{ContractionKernel, Operand};
+pub use interp::{run_contraction, run_kernel};
 pub use validate::{KernelError, Site};
+
+/// A kernel in either form; what [`crate::Target::emit`] translates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "kernels are built once per compile and moved rarely; boxing buys nothing"
+)]
+pub enum Kernel {
+    /// A loop nest, optionally reducing (see [`LoopKernel`]).
+    Loop(LoopKernel),
+    /// A batched matrix product with an epilogue (see [`ContractionKernel`]).
+    Contraction(ContractionKernel),
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Kernel::Loop(k) => &k.name,
+            Kernel::Contraction(k) => &k.name,
+        }
+    }
+
+    /// The loop kernel, if this is one.
+    pub fn as_loop(&self) -> Option<&LoopKernel> {
+        match self {
+            Kernel::Loop(k) => Some(k),
+            Kernel::Contraction(_) => None,
+        }
+    }
+
+    /// The contraction, if this is one.
+    pub fn as_contraction(&self) -> Option<&ContractionKernel> {
+        match self {
+            Kernel::Loop(_) => None,
+            Kernel::Contraction(k) => Some(k),
+        }
+    }
+
+    /// The kernel's bindings.
+    pub fn bindings(&self) -> &[KernelBinding] {
+        match self {
+            Kernel::Loop(k) => &k.bindings,
+            Kernel::Contraction(k) => &k.bindings,
+        }
+    }
+
+    /// Checks the kernel (see [`LoopKernel::validate`], [`ContractionKernel::validate`]).
+    pub fn validate(&self) -> Result<(), KernelError> {
+        match self {
+            Kernel::Loop(k) => k.validate(),
+            Kernel::Contraction(k) => k.validate(),
+        }
+    }
+
+    /// Runs the kernel with the reference executor ([`run_kernel`], [`run_contraction`]).
+    pub fn run(&self, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
+        match self {
+            Kernel::Loop(k) => run_kernel(k, bindings),
+            Kernel::Contraction(k) => run_contraction(k, bindings),
+        }
+    }
+}
 
 /// Index of a node in [`LoopKernel::nodes`]; operands always name earlier nodes.
 pub type NodeId = u32;
@@ -151,6 +218,9 @@ pub enum Node {
         /// Operand.
         x: NodeId,
     },
+    /// The finished accumulator of the current point: valid only in a
+    /// [`ContractionKernel`]'s epilogue, where its dtype is the contraction's.
+    Acc,
 }
 
 /// A node and the dtype of the value it produces.
@@ -198,7 +268,9 @@ impl Node {
     /// The nodes this one reads, in operand order.
     pub fn operands(&self) -> SmallVec<[NodeId; 3]> {
         match self {
-            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => SmallVec::new(),
+            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } | Node::Acc => {
+                SmallVec::new()
+            }
             Node::Gather { index, .. } => smallvec::smallvec![*index],
             Node::Unary { x, .. } | Node::Convert { x } => smallvec::smallvec![*x],
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
@@ -220,7 +292,7 @@ impl Node {
     ) -> Result<Node, E> {
         let mut node = self.clone();
         match &mut node {
-            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => {}
+            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } | Node::Acc => {}
             Node::Gather { index, .. } => *index = f(*index)?,
             Node::Unary { x, .. } | Node::Convert { x } => *x = f(*x)?,
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {

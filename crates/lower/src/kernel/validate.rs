@@ -27,7 +27,7 @@ use std::fmt;
 use accy_artifact::Access;
 use accy_ir::{BinaryOp, DType, ReduceOp, UnaryOp, MAX_RANK};
 
-use super::{IndexMap, LoopKernel, Node, NodeId};
+use super::{ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId};
 
 /// Where in a kernel an access or a problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,6 +36,10 @@ pub enum Site {
     Node(NodeId),
     /// The kernel's store.
     Store,
+    /// A contraction's left operand.
+    Lhs,
+    /// A contraction's right operand.
+    Rhs,
 }
 
 impl fmt::Display for Site {
@@ -43,6 +47,8 @@ impl fmt::Display for Site {
         match self {
             Site::Node(n) => write!(f, "node {n}"),
             Site::Store => f.write_str("the store"),
+            Site::Lhs => f.write_str("the left operand"),
+            Site::Rhs => f.write_str("the right operand"),
         }
     }
 }
@@ -253,13 +259,29 @@ fn non_empty(dims: &[u64]) -> bool {
     dims.iter().all(|&n| n > 0)
 }
 
+/// What the node and binding checks look at: a loop kernel's body, or a contraction's
+/// epilogue (then `acc` is the accumulator's dtype and `dims` the result space).
 struct Checker<'k> {
-    kernel: &'k LoopKernel,
+    name: &'k str,
+    dims: &'k [u64],
+    bindings: &'k [KernelBinding],
+    nodes: &'k [KernelNode],
+    acc: Option<DType>,
 }
 
-impl Checker<'_> {
+impl<'k> Checker<'k> {
+    fn of(kernel: &'k LoopKernel) -> Checker<'k> {
+        Checker {
+            name: &kernel.name,
+            dims: &kernel.dims,
+            bindings: &kernel.bindings,
+            nodes: &kernel.nodes,
+            acc: None,
+        }
+    }
+
     fn name(&self) -> String {
-        self.kernel.name.clone()
+        self.name.to_owned()
     }
 
     fn type_error(&self, node: NodeId, message: String) -> KernelError {
@@ -279,8 +301,7 @@ impl Checker<'_> {
                 operand,
             });
         }
-        self.kernel
-            .nodes
+        self.nodes
             .get(operand as usize)
             .map(|n| n.dtype)
             .ok_or(KernelError::BadOperand {
@@ -300,14 +321,13 @@ impl Checker<'_> {
         write: bool,
     ) -> Result<u64, KernelError> {
         let b = self
-            .kernel
             .bindings
             .get(binding as usize)
             .ok_or(KernelError::UnknownBinding {
                 kernel: self.name(),
                 site,
                 binding,
-                count: self.kernel.bindings.len(),
+                count: self.bindings.len(),
             })?;
         if b.dtype != dtype {
             return Err(KernelError::BindingDType {
@@ -372,7 +392,7 @@ impl Checker<'_> {
     }
 
     fn node(&self, n: NodeId, node: &Node, dtype: DType) -> Result<(), KernelError> {
-        let dims: &[u64] = &self.kernel.dims;
+        let dims: &[u64] = self.dims;
         let site = Site::Node(n);
         match node {
             Node::Load { binding, map } => {
@@ -496,35 +516,45 @@ impl Checker<'_> {
             Node::Convert { x } => {
                 self.operand(n, *x)?;
             }
+            Node::Acc => match self.acc {
+                Some(acc) if acc == dtype => {}
+                Some(acc) => {
+                    return Err(self.type_error(n, format!("the accumulator is {acc}, not {dtype}")))
+                }
+                None => {
+                    return Err(self.type_error(
+                        n,
+                        "an accumulator read outside a contraction's epilogue".into(),
+                    ))
+                }
+            },
         }
         Ok(())
     }
 
-    fn check(&self) -> Result<(), KernelError> {
-        let k = self.kernel;
-        let rank = k.dims.len();
-        if rank > MAX_RANK {
-            return Err(KernelError::RankTooLarge {
+    /// Checks every node in order; `result` must name one.
+    fn nodes(&self, result: NodeId) -> Result<DType, KernelError> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let n = NodeId::try_from(i).map_err(|_| KernelError::BadResult {
                 kernel: self.name(),
-                rank,
-                max: MAX_RANK,
-            });
+                result,
+                count: self.nodes.len(),
+            })?;
+            self.node(n, &node.node, node.dtype)?;
         }
-        let parallel = k.parallel_rank as usize;
-        if parallel > rank {
-            return Err(KernelError::ParallelRank {
+        self.nodes
+            .get(result as usize)
+            .map(|r| r.dtype)
+            .ok_or(KernelError::BadResult {
                 kernel: self.name(),
-                parallel_rank: k.parallel_rank,
-                rank,
-            });
-        }
-        if k.reduction.is_none() && parallel != rank {
-            return Err(KernelError::ReductionDimsWithoutOp {
-                kernel: self.name(),
-                count: rank - parallel,
-            });
-        }
-        for (i, b) in k.bindings.iter().enumerate() {
+                result,
+                count: self.nodes.len(),
+            })
+    }
+
+    /// Checks that every binding's byte size fits `u64`.
+    fn binding_sizes(&self) -> Result<(), KernelError> {
+        for (i, b) in self.bindings.iter().enumerate() {
             if b.elements.checked_mul(b.dtype.size_bytes()).is_none() {
                 return Err(KernelError::BindingTooLarge {
                     kernel: self.name(),
@@ -534,46 +564,141 @@ impl Checker<'_> {
                 });
             }
         }
-        for (i, node) in k.nodes.iter().enumerate() {
-            let n = NodeId::try_from(i).map_err(|_| KernelError::BadResult {
-                kernel: self.name(),
-                result: k.result,
-                count: k.nodes.len(),
-            })?;
-            self.node(n, &node.node, node.dtype)?;
+        Ok(())
+    }
+}
+
+fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
+    let c = Checker::of(k);
+    let rank = k.dims.len();
+    if rank > MAX_RANK {
+        return Err(KernelError::RankTooLarge {
+            kernel: c.name(),
+            rank,
+            max: MAX_RANK,
+        });
+    }
+    let parallel = k.parallel_rank as usize;
+    if parallel > rank {
+        return Err(KernelError::ParallelRank {
+            kernel: c.name(),
+            parallel_rank: k.parallel_rank,
+            rank,
+        });
+    }
+    if k.reduction.is_none() && parallel != rank {
+        return Err(KernelError::ReductionDimsWithoutOp {
+            kernel: c.name(),
+            count: rank - parallel,
+        });
+    }
+    c.binding_sizes()?;
+    let result = c.nodes(k.result)?;
+    if let Some(op) = k.reduction {
+        let ok = match op {
+            ReduceOp::Sum | ReduceOp::Prod => result.is_numeric(),
+            ReduceOp::Max | ReduceOp::Min => true,
+        };
+        if !ok {
+            return Err(KernelError::ReductionType {
+                kernel: c.name(),
+                op,
+                dtype: result,
+            });
         }
-        let result = k
-            .nodes
-            .get(k.result as usize)
-            .ok_or(KernelError::BadResult {
-                kernel: self.name(),
-                result: k.result,
-                count: k.nodes.len(),
-            })?;
-        if let Some(op) = k.reduction {
-            let ok = match op {
-                ReduceOp::Sum | ReduceOp::Prod => result.dtype.is_numeric(),
-                ReduceOp::Max | ReduceOp::Min => true,
-            };
-            if !ok {
-                return Err(KernelError::ReductionType {
-                    kernel: self.name(),
-                    op,
-                    dtype: result.dtype,
-                });
+    }
+    let elements = c.binding(Site::Store, k.store.binding, result, true)?;
+    let parallel_dims = k.dims.get(..parallel).unwrap_or(&[]);
+    c.bounds(
+        Site::Store,
+        k.store.binding,
+        &k.store.map,
+        parallel_dims,
+        elements,
+        (0, 0),
+    )
+}
+
+fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {
+    let space = k.space();
+    let c = Checker {
+        name: &k.name,
+        dims: &space,
+        bindings: &k.bindings,
+        nodes: &k.epilogue,
+        acc: Some(k.dtype),
+    };
+    if !matches!(k.dtype, DType::F32 | DType::F64) {
+        return Err(c.type_error(
+            0,
+            format!("a contraction accumulates f32 or f64, not {}", k.dtype),
+        ));
+    }
+    if k.tile_m == 0 || k.tile_n == 0 {
+        return Err(c.type_error(0, format!("tile {}x{} is empty", k.tile_m, k.tile_n)));
+    }
+    if k.workgroups() > u64::from(u32::MAX) {
+        return Err(c.type_error(0, format!("{} workgroups exceed u32", k.workgroups())));
+    }
+    c.binding_sizes()?;
+    if k.lhs.panels.is_some() {
+        return Err(c.type_error(0, "only the right operand may be panelled".into()));
+    }
+    for (site, operand, dims) in [
+        (Site::Lhs, &k.lhs, [k.batch, k.m, k.k]),
+        (Site::Rhs, &k.rhs, [k.batch, k.k, k.n]),
+    ] {
+        let elements = c.binding(site, operand.binding, k.dtype, false)?;
+        match operand.panels {
+            None => c.bounds(site, operand.binding, &operand.map, &dims, elements, (0, 0))?,
+            Some(width) => {
+                if width == 0 || operand.map.strides.len() != 3 {
+                    return Err(c.type_error(0, format!("panels of width {width}")));
+                }
+                // Panels cover ceil(n / width) full panels of every batch; their extremes are
+                // the first element of batch 0 and the last of the last panel.
+                if !non_empty(&dims) {
+                    continue;
+                }
+                let panels = i128::from(k.n.div_ceil(width));
+                let span = panels * i128::from(k.k) * i128::from(width) - 1;
+                let batch = i128::from(operand.map.strides[0]) * i128::from(k.batch - 1);
+                let offset = i128::from(operand.map.offset);
+                let (min, max) = (offset + batch.min(0), offset + batch.max(0) + span);
+                if min < 0 || max >= i128::from(elements) {
+                    return Err(KernelError::OutOfBounds {
+                        kernel: c.name(),
+                        site,
+                        binding: operand.binding,
+                        min,
+                        max,
+                        elements,
+                    });
+                }
             }
         }
-        let elements = self.binding(Site::Store, k.store.binding, result.dtype, true)?;
-        let parallel_dims = k.dims.get(..parallel).unwrap_or(&[]);
-        self.bounds(
-            Site::Store,
-            k.store.binding,
-            &k.store.map,
-            parallel_dims,
-            elements,
-            (0, 0),
-        )
     }
+    let result = c.nodes(k.result)?;
+    let elements = c.binding(Site::Store, k.store.binding, result, true)?;
+    c.bounds(
+        Site::Store,
+        k.store.binding,
+        &k.store.map,
+        &space,
+        elements,
+        (0, 0),
+    )?;
+    // Emitters run the epilogue and the product in separate passes over a tile, so the
+    // store must not feed a load of the same kernel.
+    if k.epilogue
+        .iter()
+        .any(|n| matches!(n.node, Node::Load { binding, .. } if binding == k.store.binding))
+        || k.lhs.binding == k.store.binding
+        || k.rhs.binding == k.store.binding
+    {
+        return Err(c.type_error(k.result, "a contraction reads the binding it stores".into()));
+    }
+    Ok(())
 }
 
 impl LoopKernel {
@@ -582,6 +707,18 @@ impl LoopKernel {
     /// `kernel::validate` for the full list). Emitters may rely on everything checked here;
     /// the planner validates every kernel it produces. Never panics.
     pub fn validate(&self) -> Result<(), KernelError> {
-        Checker { kernel: self }.check()
+        check_loop(self)
+    }
+}
+
+impl ContractionKernel {
+    /// Checks the contraction like [`LoopKernel::validate`] checks a loop kernel: the
+    /// accumulator is f32 or f64 and both operands are of that dtype and readable; each
+    /// operand's map stays inside its binding over its whole `(b, m, k)` or `(b, k, n)` box;
+    /// the epilogue is well typed, its loads and the store stay inside their bindings over
+    /// `(b, m, n)`, and nothing reads the stored binding; the tile is not empty and the
+    /// workgroup count fits `u32`. Never panics.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        check_contraction(self)
     }
 }

@@ -46,6 +46,7 @@
 
 mod buffers;
 mod coalesce;
+mod contract;
 mod expr;
 mod ops;
 mod tiles;
@@ -56,7 +57,7 @@ use accy_ir::{DType, Dims, ParamKind, Program, ReduceOp, Type, ValueId};
 
 use crate::compile::Options;
 use crate::error::CompileError;
-use crate::kernel::{IndexMap, KernelBinding, LoopKernel, Store};
+use crate::kernel::{IndexMap, Kernel, KernelBinding, LoopKernel, Store};
 use expr::{BufId, ExprId, ExprKind, Exprs};
 
 /// The most expression nodes a value may fuse before it is materialized: bounds the size of
@@ -75,8 +76,8 @@ pub struct LoweredProgram {
     /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
     /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
     pub commands: Vec<Command>,
-    /// The kernels, each valid ([`LoopKernel::validate`]) and named uniquely.
-    pub kernels: Vec<LoopKernel>,
+    /// The kernels, each valid ([`Kernel::validate`]) and named uniquely.
+    pub kernels: Vec<Kernel>,
 }
 
 /// Plans `program` with fusion on. The program must be verified (`accy_ir::verify`); an
@@ -141,7 +142,7 @@ enum Pending {
 
 struct Planner<'p> {
     program: &'p Program,
-    fuse: bool,
+    options: Options,
     exprs: Exprs,
     bufs: Vec<Buffer>,
     /// The expression of each value planned so far.
@@ -155,14 +156,14 @@ struct Planner<'p> {
     plan: ArtifactPlan,
     constants: Vec<u8>,
     commands: Vec<Pending>,
-    kernels: Vec<LoopKernel>,
+    kernels: Vec<Kernel>,
 }
 
 impl<'p> Planner<'p> {
     fn new(program: &'p Program, options: &Options) -> Result<Planner<'p>, CompileError> {
         let mut p = Planner {
             program,
-            fuse: options.fuse,
+            options: options.clone(),
             exprs: Exprs::default(),
             bufs: Vec::new(),
             vals: vec![None; program.value_count()],
@@ -317,7 +318,7 @@ impl<'p> Planner<'p> {
         let is_view = matches!(self.exprs.get(e)?.kind, ExprKind::Load { .. });
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
         let shared = uses > 1 && !self.exprs.is_cheap(e)?;
-        let unfused = !self.fuse && !self.exprs.is_uniform(e)?;
+        let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {
             self.materialize(v)?;
@@ -435,7 +436,7 @@ impl<'p> Planner<'p> {
         coalesce::coalesce(&mut kernel);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
-        self.kernels.push(kernel);
+        self.kernels.push(Kernel::Loop(kernel));
         self.commands.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,

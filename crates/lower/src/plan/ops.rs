@@ -40,7 +40,7 @@ fn to_i64(v: u64) -> Result<i64, CompileError> {
 
 impl<'p> Planner<'p> {
     /// The dims of value `v`.
-    fn dims(&self, v: ValueId) -> Result<&'p [Dim], CompileError> {
+    pub(super) fn dims(&self, v: ValueId) -> Result<&'p [Dim], CompileError> {
         Ok(&self.ty(v)?.dims)
     }
 
@@ -109,6 +109,18 @@ impl<'p> Planner<'p> {
             }
             Op::Reshape { x, .. } => self.reshape(*x, ty),
             Op::Reduce { op, x, axes } => self.reduce(v, *op, *x, axes),
+            Op::Dot {
+                lhs,
+                rhs,
+                lhs_batch,
+                rhs_batch,
+                lhs_contract,
+                rhs_contract,
+            } if ty.dtype.is_float() => self.contraction(
+                v,
+                (*lhs, lhs_batch, lhs_contract),
+                (*rhs, rhs_batch, rhs_contract),
+            ),
             Op::Dot {
                 lhs,
                 rhs,

@@ -1,8 +1,19 @@
 //! Tests of what the planner produces: how many kernels, what they read, where they store,
 //! and that each plan still computes the interpreter's results.
 
+use crate::kernel::{Kernel, LoopKernel};
 use accy_artifact::{Access, Command, SlotRole};
 use accy_ir::{interp, text, DType, Program, ReduceOp, Tensor, TensorData};
+
+/// Loop kernel `i` of `l` (the test fails if it is another form).
+fn lk(l: &LoweredProgram, i: usize) -> &LoopKernel {
+    l.kernels[i].as_loop().expect("a loop kernel")
+}
+
+/// The loop kernels of `l`.
+fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
+    l.kernels.iter().filter_map(Kernel::as_loop).collect()
+}
 
 use super::{plan, plan_with, LoweredProgram};
 use crate::compile::Options;
@@ -55,7 +66,7 @@ fn dispatches(l: &LoweredProgram) -> usize {
 }
 
 fn loads(l: &LoweredProgram, kernel: usize) -> Vec<IndexMap> {
-    l.kernels[kernel]
+    lk(l, kernel)
         .nodes
         .iter()
         .filter_map(|n| match &n.node {
@@ -101,7 +112,7 @@ fn reduction_fuses_its_producer() {
         }",
     );
     assert_eq!(l.kernels.len(), 1);
-    let k = &l.kernels[0];
+    let k = lk(&l, 0);
     assert_eq!(k.reduction, Some(ReduceOp::Sum));
     assert_eq!((&k.dims[..], k.parallel_rank), (&[5, 6][..], 1));
     // One load of x, shared by both operands of the multiply.
@@ -138,7 +149,7 @@ fn iota_through_movement_becomes_an_index_node() {
         }",
     );
     assert_eq!(l.kernels.len(), 1);
-    assert!(l.kernels[0].nodes.iter().any(|n| n.node
+    assert!(lk(&l, 0).nodes.iter().any(|n| n.node
         == Node::Index {
             dim: Some(1),
             scale: -1,
@@ -147,7 +158,7 @@ fn iota_through_movement_becomes_an_index_node() {
 }
 
 #[test]
-fn dot_is_a_sum_reduction_of_products() {
+fn float_dots_are_contractions_and_integer_dots_sum_reductions() {
     let l = planned(
         "program {
           %a = input \"a\" : f32[3,4]
@@ -156,8 +167,45 @@ fn dot_is_a_sum_reduction_of_products() {
           output %c
         }",
     );
+    // 5 columns are not whole 16-wide panels: B is packed (one edge-panel copy), then the
+    // contraction reads the panels.
+    let c = l
+        .kernels
+        .last()
+        .and_then(Kernel::as_contraction)
+        .expect("a contraction");
+    assert_eq!((c.batch, c.m, c.n, c.k), (1, 3, 5, 4));
+    assert_eq!(c.lhs.map, IndexMap::new(0, &[0, 4, 1]));
+    assert_eq!(c.rhs.panels, Some(16));
+    assert_eq!(c.store.map, IndexMap::new(0, &[15, 5, 1]));
+    assert_eq!(l.kernels.len(), 2);
+
+    // 32 columns are whole panels and B is small: read in place, nothing copied.
+    let l = planned(
+        "program {
+          %a = input \"a\" : f64[7,4]
+          %b = input \"b\" : f64[4,32]
+          %c = dot %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f64[7,32]
+          output %c
+        }",
+    );
     assert_eq!(l.kernels.len(), 1);
-    let k = &l.kernels[0];
+    let c = l.kernels[0].as_contraction().expect("a contraction");
+    assert_eq!(
+        (c.rhs.panels, &c.rhs.map),
+        (None, &IndexMap::new(0, &[0, 32, 1]))
+    );
+
+    let l = planned(
+        "program {
+          %a = input \"a\" : i32[3,4]
+          %b = input \"b\" : i32[4,5]
+          %c = dot %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : i32[3,5]
+          output %c
+        }",
+    );
+    assert_eq!(l.kernels.len(), 1);
+    let k = lk(&l, 0);
     assert_eq!(k.reduction, Some(ReduceOp::Sum));
     assert_eq!((&k.dims[..], k.parallel_rank), (&[3, 5, 4][..], 2));
     assert_eq!(
@@ -171,22 +219,24 @@ fn dot_operand_expressions_are_materialized_first() {
     let l = planned(
         "program {
           %a = input \"a\" : f32[3,4]
-          %b = input \"b\" : f32[4,5]
+          %b = input \"b\" : f32[4,32]
           %e = exp %a : f32[3,4]
-          %c = dot %e, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[3,5]
+          %c = dot %e, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[3,32]
           output %c
         }",
     );
     assert_eq!(l.kernels.len(), 2);
-    assert!(l.kernels[1]
+    assert!(lk(&l, 0)
         .nodes
         .iter()
-        .all(|n| !matches!(n.node, Node::Unary { .. })));
+        .any(|n| matches!(n.node, Node::Unary { .. })));
+    assert!(l.kernels[1].as_contraction().is_some());
 }
 
 #[test]
-fn wide_dots_are_packed_to_fit_the_rank_limit() {
-    // 4 batch-free dims per side plus 2 contracting: 10 kernel dims before packing.
+fn dot_axes_no_stride_groups_are_copied_dense_first() {
+    // Batch and free axes interleaved: a's rows (axes 1 and 3) and b's columns are not one
+    // stride each, so both are copied in group order first.
     let l = planned(
         "program {
           %a = input \"a\" : f32[2,1,2,3,2,2]
@@ -195,8 +245,15 @@ fn wide_dots_are_packed_to_fit_the_rank_limit() {
           output %c
         }",
     );
-    assert!(l.kernels.iter().all(|k| k.dims.len() <= accy_ir::MAX_RANK));
-    assert_eq!(l.kernels.last().unwrap().reduction, Some(ReduceOp::Sum));
+    assert!(loops(&l)
+        .into_iter()
+        .all(|k| k.dims.len() <= accy_ir::MAX_RANK));
+    let c = l
+        .kernels
+        .last()
+        .and_then(Kernel::as_contraction)
+        .expect("a contraction");
+    assert_eq!((c.batch, c.m, c.n, c.k), (1, 8, 8, 6));
 }
 
 #[test]
@@ -216,6 +273,7 @@ fn shared_expressions_are_computed_once() {
     let exps = l
         .kernels
         .iter()
+        .filter_map(Kernel::as_loop)
         .flat_map(|k| &k.nodes)
         .filter(|n| matches!(n.node, Node::Unary { .. }))
         .count();
@@ -316,7 +374,7 @@ fn pad_is_a_fill_then_a_strided_store() {
         }
     ));
     assert_eq!(dispatches(&l), 1);
-    assert_eq!(l.kernels[0].store.map, IndexMap::new(3, &[6, 1]));
+    assert_eq!(lk(&l, 0).store.map, IndexMap::new(3, &[6, 1]));
 }
 
 #[test]
@@ -332,7 +390,7 @@ fn concat_stores_each_operand_at_its_offset() {
         }",
     );
     assert_eq!(l.kernels.len(), 2);
-    assert_eq!(l.kernels[1].store.map, IndexMap::new(3, &[5, 1]));
+    assert_eq!(lk(&l, 1).store.map, IndexMap::new(3, &[5, 1]));
 }
 
 #[test]
@@ -348,7 +406,7 @@ fn empty_values_produce_no_work() {
     );
     // Only the reduction over an empty axis stores (its identity).
     assert_eq!(l.kernels.len(), 1);
-    assert_eq!(l.kernels[0].nodes.len(), 1);
+    assert_eq!(lk(&l, 0).nodes.len(), 1);
 }
 
 #[test]
@@ -413,7 +471,7 @@ fn gather_reads_a_buffer_through_a_fused_index() {
         }",
     );
     assert_eq!(l.kernels.len(), 1);
-    assert!(l.kernels[0].nodes.iter().any(|n| matches!(
+    assert!(lk(&l, 0).nodes.iter().any(|n| matches!(
         n.node,
         Node::Gather {
             axis_len: 5,
@@ -435,5 +493,6 @@ fn long_chains_are_split_into_bounded_kernels() {
     assert!(l
         .kernels
         .iter()
+        .filter_map(Kernel::as_loop)
         .all(|k| k.nodes.len() <= 2 * super::MAX_FUSED_NODES));
 }

@@ -1,6 +1,8 @@
 //! The few AVX-512 instructions the AVX-512 tier emits, encoded here because dynasm 5.1 has
 //! no EVEX support (no zmm, no xmm16–31, no mask registers): masked 256-bit loads and stores
-//! (AVX-512F + VL) and mask-register moves. The bytes are spliced into the dynasm stream;
+//! (AVX-512F + VL) and mask-register moves for loop kernels, and the 512-bit loads, stores,
+//! FMAs, multiplies and adds (with embedded broadcasts) of the contraction microkernels
+//! ([`zmm`], [`zop`]). The bytes are spliced into the dynasm stream;
 //! labels and branches stay with dynasm. Every form is checked against iced-x86's decoder in
 //! `tests/encoding.rs`.
 //!
@@ -88,4 +90,144 @@ pub(crate) fn move_merge(lanes: Lanes, dst: u8, src: u8, k: u8) -> [u8; 6] {
 /// `kmovw k(k), r32(src)` (VEX, AVX-512F), for general registers 0–7.
 pub(crate) fn kmovw_from_gpr(k: u8, src: u8) -> [u8; 4] {
     [0xC5, 0xF8, 0x92, 0xC0 | ((k & 7) << 3) | (src & 7)]
+}
+
+/// Which opcode map, mandatory prefix and `W` bit an EVEX instruction has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Op {
+    /// 1 = 0F, 2 = 0F38, 3 = 0F3A.
+    pub map: u8,
+    /// 0 = none, 1 = 66, 2 = F3, 3 = F2.
+    pub pp: u8,
+    /// EVEX.W.
+    pub w: bool,
+    /// The opcode byte.
+    pub opcode: u8,
+}
+
+/// The register/memory operand of a 512-bit EVEX instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rm {
+    /// zmm0–31.
+    Reg(u8),
+    /// `[base + disp]` (base a general register 0–15), with an embedded broadcast of one
+    /// `element`-byte value when `broadcast` (then disp8 scales by the element size; else by
+    /// the full 64 bytes).
+    Mem {
+        base: u8,
+        disp: i32,
+        broadcast: bool,
+        element: u8,
+    },
+}
+
+/// `op zmm(reg), zmm(vvvv), rm` as 512-bit EVEX (`L'L = 10`), no masking. `vvvv` is `None`
+/// for two-operand forms (loads and stores). Registers may be 0–31.
+pub(crate) fn zmm(op: Op, reg: u8, vvvv: Option<u8>, rm: Rm) -> smallvec::SmallVec<[u8; 16]> {
+    let v = vvvv.unwrap_or(0);
+    let (b_ext, x_ext, bcast) = match rm {
+        // A register rm extends with B (bit 3) and X (bit 4).
+        Rm::Reg(r) => (bit(r, 3), bit(r, 4), 0),
+        Rm::Mem {
+            base, broadcast, ..
+        } => (bit(base, 3), 0, u8::from(broadcast)),
+    };
+    let p0 = ((1 - bit(reg, 3)) << 7)
+        | ((1 - x_ext) << 6)
+        | ((1 - b_ext) << 5)
+        | ((1 - bit(reg, 4)) << 4)
+        | (op.map & 3);
+    let p1 = (u8::from(op.w) << 7) | ((!v & 0xF) << 3) | (1 << 2) | (op.pp & 3);
+    let p2 = (0b10 << 5) | (bcast << 4) | ((1 - bit(v, 4)) << 3);
+    let mut out = smallvec::SmallVec::new();
+    out.extend_from_slice(&[0x62, p0, p1, p2, op.opcode]);
+    match rm {
+        Rm::Reg(r) => out.push(0xC0 | ((reg & 7) << 3) | (r & 7)),
+        Rm::Mem {
+            base,
+            disp,
+            broadcast,
+            element,
+        } => {
+            let n = if broadcast { i32::from(element) } else { 64 };
+            let (md, disp8) = if disp == 0 && base & 7 != 5 {
+                (0b00, None)
+            } else if disp % n == 0 && i8::try_from(disp / n).is_ok() {
+                (0b01, Some((disp / n) as i8))
+            } else {
+                (0b10, None)
+            };
+            out.push((md << 6) | ((reg & 7) << 3) | (base & 7));
+            if base & 7 == 4 {
+                // rsp/r12 as a base need a SIB byte: no index, base.
+                out.push(0x24);
+            }
+            match md {
+                0b01 => out.push(disp8.unwrap_or(0) as u8),
+                0b10 => out.extend_from_slice(&disp.to_le_bytes()),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The 512-bit instructions the AVX-512 contraction microkernels use; `wide` selects the f64
+/// form (66, W1) of the f32 one.
+pub(crate) mod zop {
+    use super::Op;
+
+    /// `vmovups`/`vmovupd zmm, m512` (load).
+    pub(crate) fn load(wide: bool) -> Op {
+        Op {
+            map: 1,
+            pp: u8::from(wide),
+            w: wide,
+            opcode: 0x10,
+        }
+    }
+
+    /// `vmovups`/`vmovupd m512, zmm` (store).
+    pub(crate) fn store(wide: bool) -> Op {
+        Op {
+            opcode: 0x11,
+            ..load(wide)
+        }
+    }
+
+    /// `vfmadd231ps`/`pd zmm1, zmm2, zmm3/m/bcst`: `zmm1 += zmm2 · zmm3`.
+    pub(crate) fn fmadd231(wide: bool) -> Op {
+        Op {
+            map: 2,
+            pp: 1,
+            w: wide,
+            opcode: 0xB8,
+        }
+    }
+
+    /// `vmulps`/`pd zmm1, zmm2, zmm3/m/bcst`.
+    pub(crate) fn mul(wide: bool) -> Op {
+        Op {
+            opcode: 0x59,
+            ..load(wide)
+        }
+    }
+
+    /// `vaddps`/`pd zmm1, zmm2, zmm3/m/bcst`.
+    pub(crate) fn add(wide: bool) -> Op {
+        Op {
+            opcode: 0x58,
+            ..load(wide)
+        }
+    }
+
+    /// `vpxord zmm1, zmm2, zmm3`: zeroing a register (AVX-512F, unlike `vxorps zmm`).
+    pub(crate) fn pxor() -> Op {
+        Op {
+            map: 1,
+            pp: 1,
+            w: false,
+            opcode: 0xEF,
+        }
+    }
 }

@@ -24,7 +24,9 @@
 pub(crate) mod asm;
 mod convert;
 pub(crate) mod evex;
+mod gemm;
 pub(crate) mod kernel;
+pub(crate) mod micro;
 mod scalar;
 mod vector;
 mod vector_ops;
@@ -36,7 +38,7 @@ mod tests;
 use accy_artifact::{Arch, CpuFeature, FeatureSet, TargetSpec};
 
 use crate::compile::Options;
-use crate::kernel::LoopKernel;
+use crate::kernel::Kernel;
 use crate::target::{EmitError, EmittedCode, Target};
 
 /// An x86-64 instruction-set tier: which instructions the emitted code may use.
@@ -72,13 +74,15 @@ impl X64Tier {
         match self {
             X64Tier::Sse2 => FeatureSet::of(&[CpuFeature::Sse2]),
             // roundss/roundsd (SSE4.1) in scalar code; VEX 256-bit float ops (AVX); 256-bit
-            // integer ops, vpbroadcast and variable shifts (AVX2). No FMA: contracting a
-            // multiply and an add would change results against the reference interpreter.
+            // integer ops, vpbroadcast and variable shifts (AVX2); FMA in the contraction
+            // microkernels of default mode (exact mode emits none, but the tier is the same
+            // machines either way). An AVX2 CPU without FMA gets the SSE2 tier.
             X64Tier::Avx2 => FeatureSet::of(&[
                 CpuFeature::Sse2,
                 CpuFeature::Sse41,
                 CpuFeature::Avx,
                 CpuFeature::Avx2,
+                CpuFeature::Fma,
             ]),
             // Masked EVEX ymm moves and kmovw: AVX-512F with VL.
             X64Tier::Avx512 => X64Tier::Avx2
@@ -157,11 +161,19 @@ impl Target for X64Target {
         self.tier.host_features()
     }
 
-    fn emit(&self, kernels: &[LoopKernel], options: &Options) -> Result<EmittedCode, EmitError> {
-        crate::emit::assemble(
-            kernels,
-            |k| &k.name,
-            |ops, k| kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0),
-        )
+    fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64) {
+        let m = micro::Micro::for_tier(self.tier, dtype, true);
+        (m.mr, m.nr())
+    }
+
+    fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
+        crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
+            Kernel::Loop(k) => {
+                kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0)
+            }
+            Kernel::Contraction(k) => {
+                gemm::emit_contraction(ops, k, self.tier, options.reassociate)
+            }
+        })
     }
 }

@@ -165,6 +165,7 @@ impl Emitter<'_> {
                 let from = self.dtype(x)?;
                 self.emit_convert(from, self.slot(x)?, dtype, dst)
             }
+            Node::Acc => Err(self.unsupported("an accumulator read in a loop kernel")),
         }
     }
 

@@ -140,6 +140,7 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
             (Some(F32 | F64 | I32 | I64), Bool) => true,
             _ => false,
         },
+        Node::Acc => false,
     }
 }
 

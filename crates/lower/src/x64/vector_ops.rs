@@ -125,7 +125,7 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
             }
-            Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } => {
+            Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } | Node::Acc => {
                 return Err(self.unsupported("a varying gather, index or constant in vector code"))
             }
         }

@@ -14,6 +14,7 @@
 
 mod abi;
 mod compare;
+mod contraction;
 mod loops;
 mod nodes;
 mod random;
@@ -21,7 +22,7 @@ mod random;
 use accy_artifact::abi::ABI_VERSION;
 
 use crate::compile::Options;
-use crate::kernel::LoopKernel;
+use crate::kernel::{Kernel, LoopKernel};
 use crate::target::{EmittedCode, Target};
 pub use compare::compare_with_reference;
 
@@ -115,10 +116,15 @@ impl<'r> Conformance<'r> {
 
     /// Emits `kernel` with the runner's target.
     pub fn emit(&self, kernel: &LoopKernel) -> Result<EmittedCode, String> {
+        self.emit_kernel(&Kernel::Loop(kernel.clone()))
+    }
+
+    /// Emits `kernel` (either form) with the runner's target.
+    pub fn emit_kernel(&self, kernel: &Kernel) -> Result<EmittedCode, String> {
         self.runner
             .target()
             .emit(std::slice::from_ref(kernel), &self.options)
-            .map_err(|e| format!("{}: emit: {e}", kernel.name))
+            .map_err(|e| format!("{}: emit: {e}", kernel.name()))
     }
 
     /// Checks `kernel` (which must validate) on `buffers` over `workgroups` workgroups against
@@ -255,6 +261,11 @@ pub const GROUPS: &[Group] = &[
         name: "immediates",
         floor: 900,
         run: random::immediates,
+    },
+    Group {
+        name: "contraction",
+        floor: 1,
+        run: contraction::contraction,
     },
     Group {
         name: "random",
@@ -394,6 +405,10 @@ macro_rules! conformance_tests {
                 group("immediates")
             }
             #[test]
+            fn contraction() {
+                group("contraction")
+            }
+            #[test]
             fn random() {
                 group("random")
             }
@@ -422,6 +437,7 @@ macro_rules! conformance_tests {
                         "many_values",
                         "abi",
                         "immediates",
+                        "contraction",
                         "random"
                     ]
                 );

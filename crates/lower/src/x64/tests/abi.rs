@@ -12,7 +12,7 @@ use accy_executable::IMPORT_TABLE;
 
 use super::host::host_target;
 use crate::compile::Options;
-use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::kernel::{IndexMap, Kernel, KernelBinding, KernelNode, LoopKernel, Node, Store};
 use crate::target::Target;
 use crate::x64::asm::{x64, Asm};
 use crate::x64::X64Tier;
@@ -118,7 +118,7 @@ fn callee_saved_registers_and_stack_survive_every_tier() {
     k.validate().expect("valid");
     for target in X64Tier::ALL.into_iter().filter_map(host_target) {
         let code = target
-            .emit(std::slice::from_ref(&k), &Options::default())
+            .emit(&[Kernel::Loop(k.clone())], &Options::default())
             .expect("emit");
         let memory = CodeMemory::from_code(&code.code).expect("map kernel");
         let input: Vec<u8> = (0..27)

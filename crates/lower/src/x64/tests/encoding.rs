@@ -7,7 +7,7 @@ use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
 use smallvec::smallvec;
 
 use crate::compile::Options;
-use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
+use crate::kernel::{IndexMap, Kernel, KernelBinding, KernelNode, LoopKernel, Node, Store};
 use crate::target::Target;
 use crate::x64::asm::{x64, Asm};
 use crate::x64::{X64Target, X64Tier};
@@ -142,7 +142,7 @@ fn golden(name: &str, text: &str) {
 fn sse2_add_kernel_listing() {
     let target = X64Target::new(X64Tier::Sse2);
     let code = target
-        .emit(&[add_kernel()], &Options::default())
+        .emit(&[Kernel::Loop(add_kernel())], &Options::default())
         .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     // Prologue with the ABI checks, the workgroup share of dim 0, map offsets, the loop with
@@ -165,7 +165,10 @@ fn sse2_add_kernel_listing() {
 fn avx2_add_kernel_uses_a_ymm_loop_and_its_declared_features() {
     let target = X64Target::new(X64Tier::Avx2);
     let code = target
-        .emit(&[add_kernel(), add_kernel()], &Options::default())
+        .emit(
+            &[Kernel::Loop(add_kernel()), Kernel::Loop(add_kernel())],
+            &Options::default(),
+        )
         .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     for needle in [
@@ -201,6 +204,7 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vcmppd Ry(a), Ry(b), Ry(c), 0x1D
         ; vbroadcastss Ry(a), DWORD [rsp + 16]
         ; vpsrlq Ry(a), Ry(b), 63
+        ; vfmadd231pd Ry(a), Ry(b), Ry(c)
         // The forms used instead, encoded as written:
         ; vpbroadcastd Ry(a), DWORD [rsp + 16]
         ; vbroadcastsd Ry(a), QWORD [rsp + 16]
@@ -212,12 +216,15 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vroundps Ry(a), Ry(b), 9
         ; roundsd xmm0, xmm1, 10
     );
+    ops.extend(crate::x64::micro::vfmadd231pd(a, b, c));
+    ops.extend(crate::x64::micro::vfmadd231pd(12, 13, 14));
     let code = ops.finalize().expect("assemble");
     let expected = "\
 vcmpltps ymm1,ymm3,ymm2
 vcmpge_oqpd ymm1,ymm3,ymm2
 vbroadcastss xmm1,[rsp+0x10]
 vpsrlq xmm1,xmm2,0x3F
+vfmadd231ps ymm1,ymm2,ymm3
 vpbroadcastd ymm1,[rsp+0x10]
 vbroadcastsd ymm1,[rsp+0x10]
 vpsrld ymm1,ymm2,0x1F
@@ -227,6 +234,8 @@ vpcmpgtq ymm1,ymm2,ymm3
 vpsravd ymm1,ymm2,ymm3
 vroundps ymm1,ymm2,9
 roundsd xmm0,xmm1,0xA
+vfmadd231pd ymm1,ymm2,ymm3
+vfmadd231pd ymm12,ymm13,ymm14
 ";
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }
@@ -286,6 +295,71 @@ fn evex_forms_decode_as_intended() {
         ),
         (kmovw_from_gpr(1, 0).to_vec(), "kmovw k1,eax"),
     ];
+    // The 512-bit forms of the contraction microkernels: registers up to 31, every base
+    // that needs care (rsp/r12 need a SIB, rbp/r13 a displacement), disp8 compression by the
+    // vector or element size, and embedded broadcasts.
+    use crate::x64::evex::{zmm, zop, Rm};
+    let m = |base, disp| Rm::Mem {
+        base,
+        disp,
+        broadcast: false,
+        element: 4,
+    };
+    let bc = |base, disp, element| Rm::Mem {
+        base,
+        disp,
+        broadcast: true,
+        element,
+    };
+    let cases: Vec<(Vec<u8>, &str)> = cases
+        .into_iter()
+        .chain([
+            (
+                zmm(zop::load(false), 28, None, m(7, 0)).to_vec(),
+                "vmovups zmm28,[rdi]",
+            ),
+            (
+                zmm(zop::load(false), 29, None, m(7, 64)).to_vec(),
+                "vmovups zmm29,[rdi+0x40]",
+            ),
+            (
+                zmm(zop::load(true), 3, None, m(13, 0)).to_vec(),
+                "vmovupd zmm3,[r13]",
+            ),
+            (
+                zmm(zop::store(false), 27, None, m(15, 4100)).to_vec(),
+                "vmovups [r15+0x1004],zmm27",
+            ),
+            (
+                zmm(zop::store(true), 0, None, m(12, -128)).to_vec(),
+                "vmovupd [r12-0x80],zmm0",
+            ),
+            (
+                zmm(zop::fmadd231(false), 17, Some(28), bc(6, 12, 4)).to_vec(),
+                "vfmadd231ps zmm17,zmm28,[rsi+0xC]{1to16}",
+            ),
+            (
+                zmm(zop::fmadd231(true), 9, Some(29), bc(4, 8000, 8)).to_vec(),
+                "vfmadd231pd zmm9,zmm29,[rsp+0x1F40]{1to8}",
+            ),
+            (
+                zmm(zop::mul(false), 31, Some(28), bc(6, 0, 4)).to_vec(),
+                "vmulps zmm31,zmm28,[rsi]{1to16}",
+            ),
+            (
+                zmm(zop::add(true), 20, Some(20), Rm::Reg(31)).to_vec(),
+                "vaddpd zmm20,zmm20,zmm31",
+            ),
+            (
+                zmm(zop::pxor(), 13, Some(13), Rm::Reg(13)).to_vec(),
+                "vpxord zmm13,zmm13,zmm13",
+            ),
+            (
+                zmm(zop::pxor(), 26, Some(26), Rm::Reg(26)).to_vec(),
+                "vpxord zmm26,zmm26,zmm26",
+            ),
+        ])
+        .collect();
     for (bytes, text) in cases {
         assert_eq!(
             disassemble(&bytes).expect("decodes").trim_end(),
@@ -299,7 +373,7 @@ fn evex_forms_decode_as_intended() {
 fn avx512_tier_ends_vector_loops_with_a_masked_iteration() {
     let target = X64Target::new(X64Tier::Avx512);
     let code = target
-        .emit(&[add_kernel()], &Options::default())
+        .emit(&[Kernel::Loop(add_kernel())], &Options::default())
         .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     for needle in [

@@ -56,7 +56,10 @@ impl KernelRunner for HostRunner {
         if !used.is_subset(declared) {
             return Err(format!("the code uses {used} but declares {declared}"));
         }
-        let entry = code.entries.get(index).ok_or("no such kernel")?.offset;
+        let entry = code.entries.get(index).ok_or("no such kernel")?;
+        let mut workers =
+            GuardedBuffer::new(entry.worker_scratch as usize).map_err(|e| e.to_string())?;
+        let entry = entry.offset;
         let memory = CodeMemory::from_code(&code.code).map_err(|e| e.to_string())?;
         let entry = memory.entry(entry).map_err(|e| e.to_string())?;
         let mut guarded: Vec<GuardedBuffer> = buffers
@@ -78,8 +81,8 @@ impl KernelRunner for HostRunner {
             scalar_count: 0,
             workgroup_count: launch.workgroups,
             imports: IMPORT_TABLE.as_ptr(),
-            worker_scratch: std::ptr::null_mut(),
-            worker_scratch_stride: 0,
+            worker_scratch: workers.as_mut_ptr(),
+            worker_scratch_stride: workers.len() as u64,
             worker_count: 1,
             reserved: 0,
         };

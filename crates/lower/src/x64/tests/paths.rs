@@ -139,7 +139,15 @@ fn tiers_record_exact_features_and_construction_checks_the_host() {
     assert_eq!(X64Target::for_host(sse2).tier(), X64Tier::Sse2);
     assert!(X64Target::new_checked(X64Tier::Avx2, sse2).is_none());
     let avx2 = X64Tier::Avx2.code_features();
-    assert_eq!(avx2.to_string(), "sse2+sse4.1+avx+avx2");
+    assert_eq!(avx2.to_string(), "sse2+sse4.1+avx+avx2+fma");
+    // An AVX2 CPU without FMA gets the SSE2 tier.
+    let no_fma = FeatureSet::of(&[
+        CpuFeature::Sse2,
+        CpuFeature::Sse41,
+        CpuFeature::Avx,
+        CpuFeature::Avx2,
+    ]);
+    assert_eq!(X64Target::for_host(no_fma).tier(), X64Tier::Sse2);
     assert_eq!(X64Target::for_host(avx2).tier(), X64Tier::Avx2);
     assert!(X64Target::new_checked(X64Tier::Avx512, avx2).is_none());
     // The AVX-512 tier adds masked ymm moves (F + VL) and records exactly that; choosing it
@@ -148,7 +156,7 @@ fn tiers_record_exact_features_and_construction_checks_the_host() {
     assert_eq!(X64Target::for_host(all).tier(), X64Tier::Avx512);
     assert_eq!(
         X64Target::new(X64Tier::Avx512).spec().features.to_string(),
-        "sse2+sse4.1+avx+avx2+avx512f+avx512vl"
+        "sse2+sse4.1+avx+avx2+fma+avx512f+avx512vl"
     );
     assert_eq!(
         all.missing(X64Tier::Avx512.code_features()).to_string(),

@@ -1,0 +1,284 @@
+//! How every backend runs a [`ContractionKernel`]: the schedule its emitted code follows, and
+//! the epilogue loop kernels it calls. Only instruction selection is left to the ISA folders
+//! (`x64/gemm.rs`, `aarch64/gemm.rs`).
+//!
+//! One workgroup computes one tile of one batch (see the kernel's semantics):
+//!
+//! ```text
+//! for each row panel of the tile (mr rows; the tile's last panel may have fewer, `rem` rows):
+//!     for each column panel of the tile (nr columns):
+//!         microkernel: acc[mr][nr] = Σ_k A[m.., k] · B[k, n..]     (registers)
+//!         store acc into row panel buffer T[mr][t_ld] at the panel's columns
+//!     call the epilogue kernel for (rows, cols) on T: evaluate the epilogue at every element of
+//!         the row panel and store it into the output — once
+//! ```
+//!
+//! Column panels are always whole: the planner gives a panelled right operand (zero-padded
+//! past `n`) unless every tile is a multiple of `nr` columns wide, so microkernels never need a
+//! column edge; the epilogue kernel, a plain [`LoopKernel`] over `[rows, cols]`, stores only the
+//! real columns. Row edges get their own microkernel variant (`rem` rows).
+//!
+//! The epilogue kernels are compiled by the backend's own loop-kernel emitter and called as
+//! functions through the dispatch ABI, on a `DispatchState` the contraction builds on its stack
+//! whose bindings point at the panel's origin in each buffer ([`Reloc`]). So every node an
+//! epilogue may hold runs on every tier, scalar or vector, exactly as in a loop kernel. The
+//! accumulators reach it through `T`, a few KiB of the worker's scratch that stays in L1; the
+//! output is written once, by the epilogue.
+
+use accy_artifact::Access;
+use accy_ir::DType;
+use smallvec::smallvec;
+
+use crate::kernel::{
+    ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store,
+};
+use crate::target::EmitError;
+
+/// How one binding of an epilogue kernel is found at run time from the contraction's: the
+/// byte address `base(binding) + size · (offset + b·sb + m·sm + n·sn)`, or the row panel
+/// buffer `T`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Reloc {
+    /// The row panel buffer at the start of the worker's scratch.
+    Tile,
+    /// A binding of the contraction, at the element of the panel's origin.
+    At {
+        /// The contraction's binding.
+        binding: u32,
+        /// Element size in bytes.
+        size: u64,
+        /// The map's offset.
+        offset: i64,
+        /// Strides along b, m and n.
+        strides: [i64; 3],
+    },
+}
+
+/// One epilogue kernel: the loop kernel for a `rows × cols` panel, how each of its bindings is
+/// found, and the byte length each must be given.
+#[derive(Clone, Debug)]
+pub(crate) struct Epilogue {
+    /// Rows of the panel.
+    pub rows: u64,
+    /// Columns of the panel.
+    pub cols: u64,
+    /// The kernel (dims `[rows, cols]`).
+    pub kernel: LoopKernel,
+    /// Per binding of `kernel`: where it starts.
+    pub relocs: Vec<Reloc>,
+}
+
+/// Everything a backend needs to emit one contraction.
+#[derive(Clone, Debug)]
+pub(crate) struct Schedule {
+    /// Rows of a full microkernel tile.
+    pub mr: u64,
+    /// Columns of a microkernel tile (a multiple of the vector width).
+    pub nr: u64,
+    /// Rows of the tile's last, partial row panel when `m` is not a multiple of `mr` (else 0).
+    pub rem: u64,
+    /// Row panel buffer stride, in elements: the tile's width rounded up to `nr`.
+    pub t_ld: u64,
+    /// Bytes of worker scratch the kernel needs (the row panel buffer).
+    pub worker_scratch: u64,
+    /// Tiles along m and n of one batch.
+    pub tiles: (u64, u64),
+    /// Columns of the last tile along n.
+    pub last_cols: u64,
+    /// The epilogue kernels, one per (rows, cols) a panel can have.
+    pub epilogues: Vec<Epilogue>,
+}
+
+impl Schedule {
+    /// The epilogue for a `rows × cols` panel.
+    pub(crate) fn epilogue(&self, rows: u64, cols: u64) -> Option<usize> {
+        self.epilogues
+            .iter()
+            .position(|e| e.rows == rows && e.cols == cols)
+    }
+}
+
+/// The schedule of `k` for a backend whose microkernels hold `mr × nr` accumulators. Fails when
+/// `k` does not fit the shape backends rely on: tiles that are a multiple of `mr` rows and
+/// `nr` columns wide (or a panelled right operand of width `nr`), and epilogue maps with
+/// non-negative row and column strides.
+pub(crate) fn schedule(
+    k: &ContractionKernel,
+    mr: u64,
+    nr: u64,
+    target: &'static str,
+) -> Result<Schedule, EmitError> {
+    let bad = |what: String| EmitError::Unsupported {
+        kernel: k.name.clone(),
+        what,
+        target,
+    };
+    if !k.tile_m.is_multiple_of(mr) || !k.tile_n.is_multiple_of(nr) {
+        return Err(bad(format!(
+            "a {}x{} tile with a {mr}x{nr} microkernel",
+            k.tile_m, k.tile_n
+        )));
+    }
+    match k.rhs.panels {
+        Some(w) if w != nr => return Err(bad(format!("panels of width {w}, not {nr}"))),
+        None if !k.n.is_multiple_of(nr) => {
+            return Err(bad(format!(
+                "an unpanelled right operand with {} columns",
+                k.n
+            )))
+        }
+        _ => {}
+    }
+    let (tiles_m, tiles_n) = k.tiles();
+    let last_cols = k.n - (tiles_n.max(1) - 1) * k.tile_n;
+    let rem = k.m % mr;
+    let t_ld = k.tile_n;
+    let size = k.dtype.size_bytes();
+    let worker_scratch = mr
+        .checked_mul(t_ld)
+        .and_then(|e| e.checked_mul(size))
+        .ok_or_else(|| bad("a row panel buffer beyond u64".into()))?;
+    // Full panels occur when the tile holds mr rows; a partial one in the last tile.
+    let mut rows = Vec::new();
+    if k.m >= mr {
+        rows.push(mr);
+    }
+    if rem != 0 {
+        rows.push(rem);
+    }
+    let mut cols = vec![k.tile_n.min(k.n).max(1)];
+    if !cols.contains(&last_cols) && last_cols > 0 {
+        cols.push(last_cols);
+    }
+    let mut epilogues = Vec::new();
+    for &r in &rows {
+        for &c in &cols {
+            let (kernel, relocs) =
+                epilogue_kernel(k, r, c, t_ld, epilogues.len()).map_err(&bad)?;
+            epilogues.push(Epilogue {
+                rows: r,
+                cols: c,
+                kernel,
+                relocs,
+            });
+        }
+    }
+    Ok(Schedule {
+        mr,
+        nr,
+        rem,
+        t_ld,
+        worker_scratch,
+        tiles: (tiles_m, tiles_n),
+        last_cols,
+        epilogues,
+    })
+}
+
+/// The loop kernel evaluating `k`'s epilogue over a `rows × cols` panel whose accumulators are
+/// in `T` (row stride `t_ld`), with one binding per buffer it touches, each relocated to the
+/// panel's origin.
+fn epilogue_kernel(
+    k: &ContractionKernel,
+    rows: u64,
+    cols: u64,
+    t_ld: u64,
+    number: usize,
+) -> Result<(LoopKernel, Vec<Reloc>), String> {
+    let reach = |sm: i64, sn: i64| -> Result<u64, String> {
+        if sm < 0 || sn < 0 {
+            return Err(format!("an epilogue map with strides {sm}, {sn}"));
+        }
+        // Validation bounded every access of the whole space, so these fit.
+        Ok((sm as u64) * (rows - 1) + (sn as u64) * (cols - 1) + 1)
+    };
+    let mut bindings = vec![KernelBinding {
+        dtype: k.dtype,
+        elements: t_ld * (rows - 1) + cols,
+        access: Access::Read,
+    }];
+    let mut relocs = vec![Reloc::Tile];
+    let mut nodes = Vec::with_capacity(k.epilogue.len());
+    for kn in &k.epilogue {
+        let node = match &kn.node {
+            Node::Acc => Node::Load {
+                binding: 0,
+                map: IndexMap::new(0, &[t_ld as i64, 1]),
+            },
+            Node::Load { binding, map } => {
+                let s = |d: usize| map.strides.get(d).copied().unwrap_or(0);
+                let elements = reach(s(1), s(2))?;
+                // One epilogue binding per (binding, map): the relocation fixes both.
+                let r = reloc(k, *binding, map);
+                let at = match relocs.iter().position(|x| *x == r) {
+                    Some(at) => at,
+                    None => {
+                        bindings.push(read(kn.dtype, elements));
+                        relocs.push(r);
+                        bindings.len() - 1
+                    }
+                };
+                Node::Load {
+                    binding: at as u32,
+                    map: IndexMap::new(0, &[s(1), s(2)]),
+                }
+            }
+            Node::Gather { .. } | Node::Index { .. } => {
+                return Err("a gather or index in an epilogue".into())
+            }
+            other => other.clone(),
+        };
+        nodes.push(KernelNode {
+            node,
+            dtype: kn.dtype,
+        });
+    }
+    let s = |d: usize| k.store.map.strides.get(d).copied().unwrap_or(0);
+    let result_dtype = k
+        .epilogue
+        .get(k.result as usize)
+        .map(|n| n.dtype)
+        .ok_or("no result node")?;
+    bindings.push(KernelBinding {
+        dtype: result_dtype,
+        elements: reach(s(1), s(2))?,
+        access: Access::Write,
+    });
+    relocs.push(reloc(k, k.store.binding, &k.store.map));
+    let kernel = LoopKernel {
+        name: format!("{}.epilogue{number}", k.name),
+        dims: smallvec![rows, cols],
+        parallel_rank: 2,
+        store: Store {
+            binding: bindings.len() as u32 - 1,
+            map: IndexMap::new(0, &[s(1), s(2)]),
+        },
+        bindings,
+        nodes,
+        result: k.result,
+        reduction: None,
+    };
+    kernel.validate().map_err(|e| e.to_string())?;
+    Ok((kernel, relocs))
+}
+
+fn read(dtype: DType, elements: u64) -> KernelBinding {
+    KernelBinding {
+        dtype,
+        elements,
+        access: Access::Read,
+    }
+}
+
+fn reloc(k: &ContractionKernel, binding: u32, map: &IndexMap) -> Reloc {
+    let s = |d: usize| map.strides.get(d).copied().unwrap_or(0);
+    Reloc::At {
+        binding,
+        size: k
+            .bindings
+            .get(binding as usize)
+            .map_or(1, |b| b.dtype.size_bytes()),
+        offset: map.offset,
+        strides: [s(0), s(1), s(2)],
+    }
+}

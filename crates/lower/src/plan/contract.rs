@@ -1,0 +1,344 @@
+//! A float `dot` becomes a [`ContractionKernel`]: its axes grouped into batch, rows, columns
+//! and the contracted dim, its operands read through affine maps over those groups (a group
+//! that no single stride walks is copied into a dense buffer first), the right operand read in
+//! place or packed into panels of the target's width, and a tile grid chosen from the work and
+//! the caches.
+//!
+//! Panels: a right operand whose columns are not unit-stride, or that is large and reused by
+//! many rows, is packed into panels `nr` columns wide (`[batch][n / nr][k][nr]`, zero-padded
+//! past `n`), so the microkernels stream it contiguously and never see a column edge. A small
+//! or rarely reused one with unit-stride columns and `n` a multiple of `nr` is read in place,
+//! which costs no copy: the "small problems skip packing" case.
+//!
+//! Tiles: a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so
+//! the rows of the tile reuse it from there; rows are then split until there are enough tiles
+//! for the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The grid depends on the program,
+//! the target's register tile and the cache sizes in [`crate::Options`] — never on the thread
+//! count — so results do not change with the number of threads.
+
+use accy_artifact::Access;
+use accy_ir::{Axes, DType, Dim, Type, ValueId};
+
+use super::expr::{BufId, ExprId, ExprKind};
+use super::views::{self, PointMap};
+use super::{elements, Buffer, Home, Pending, Planner};
+use crate::error::CompileError;
+use crate::kernel::{
+    ContractionKernel, IndexMap, Kernel, KernelBinding, KernelNode, Node, Operand, Store,
+};
+
+/// The work one contraction tile should hold, in flops: tens of microseconds on one core.
+pub(crate) const TILE_FLOPS: u64 = 1 << 21;
+
+/// The most workgroups one contraction dispatch gets.
+pub(crate) const MAX_TILES: u64 = 64;
+
+/// A dot's operand in the kernel's terms: a buffer and its map over three grouped dims.
+struct Grouped {
+    buf: BufId,
+    map: IndexMap,
+}
+
+/// The single stride that walks `axes` (a group, in order) of a tensor of `dims` read with
+/// `strides`, as one dim of their product: the innermost axis's stride, if every axis's stride
+/// is the next one's times its extent (axes of extent 1 do not matter); `Some(0)` for an empty
+/// group.
+fn group_stride(strides: &[i64], dims: &[Dim], axes: &[usize]) -> Option<i64> {
+    let live: Vec<usize> = axes
+        .iter()
+        .copied()
+        .filter(|&a| dims.get(a).copied().unwrap_or(1) > 1)
+        .collect();
+    let Some(&last) = live.last() else {
+        return Some(0);
+    };
+    for pair in live.windows(2) {
+        let (outer, inner) = (pair[0], pair[1]);
+        let expected = strides
+            .get(inner)?
+            .checked_mul(i64::try_from(*dims.get(inner)?).ok()?)?;
+        if *strides.get(outer)? != expected {
+            return None;
+        }
+    }
+    strides.get(last).copied()
+}
+
+fn product(dims: &[Dim], axes: &[usize]) -> Result<u64, CompileError> {
+    axes.iter()
+        .try_fold(1u64, |acc, &a| {
+            acc.checked_mul(dims.get(a).copied().unwrap_or(1))
+        })
+        .ok_or_else(|| CompileError::unsupported("a dot's extent overflows u64"))
+}
+
+impl<'p> Planner<'p> {
+    /// `x` as a buffer and a map over three groups of its axes (`groups[i]` lists axes of `x`,
+    /// outermost first); a constant is filled into a buffer and a view no single stride per
+    /// group walks is copied into a dense one, axes in group order.
+    fn grouped(&mut self, x: ValueId, groups: [&[usize]; 3]) -> Result<Grouped, CompileError> {
+        let ty = self.ty(x)?.clone();
+        let e = self.buffered(x)?;
+        let view = match &self.exprs.get(e)?.kind {
+            ExprKind::Load { binding, map } => Some((*binding, map.clone())),
+            _ => None,
+        };
+        if let Some((buf, map)) = view {
+            let strides: Option<Vec<i64>> = groups
+                .iter()
+                .map(|g| group_stride(&map.strides, &ty.dims, g))
+                .collect();
+            if let Some(strides) = strides {
+                return Ok(Grouped {
+                    buf,
+                    map: IndexMap::new(map.offset, &strides),
+                });
+            }
+        }
+        // Copy into a dense buffer in group order: [g0 axes..., g1 axes..., g2 axes...].
+        let order: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+        let dims: Vec<Dim> = order
+            .iter()
+            .map(|&a| ty.dims.get(a).copied().unwrap_or(1))
+            .collect();
+        let mut srcs = vec![(None, 0i64); ty.dims.len()];
+        for (p, &a) in order.iter().enumerate() {
+            if let Some(s) = srcs.get_mut(a) {
+                *s = (Some(p), 0);
+            }
+        }
+        let root = self.exprs.remap(e, &PointMap::shifted(&srcs, &dims))?;
+        let buf = self.add_buffer(Buffer {
+            dtype: ty.dtype,
+            elements: elements(&ty)?,
+            home: Home::Scratch,
+        })?;
+        self.store_all(&dims, root, buf)?;
+        let dense = views::row_major(&dims, 0)?;
+        let mut at = 0;
+        let mut strides = [0i64; 3];
+        for (g, group) in groups.iter().enumerate() {
+            at += group.len();
+            strides[g] = group_stride(
+                &dense.strides,
+                &dims,
+                &(at - group.len()..at).collect::<Vec<_>>(),
+            )
+            .ok_or_else(|| CompileError::internal("a dense copy is not grouped"))?;
+        }
+        Ok(Grouped {
+            buf,
+            map: IndexMap::new(0, &strides),
+        })
+    }
+
+    /// Copies `rhs` (over `(b, k, n)`) into panels `nr` columns wide in a new scratch buffer;
+    /// returns the buffer.
+    fn panels(
+        &mut self,
+        rhs: &Grouped,
+        dtype: DType,
+        [batch, k, n]: [u64; 3],
+        nr: u64,
+    ) -> Result<BufId, CompileError> {
+        let overflow = || CompileError::unsupported("a packed operand overflows u64");
+        let panels = n.div_ceil(nr);
+        let per_batch = panels
+            .checked_mul(k)
+            .and_then(|v| v.checked_mul(nr))
+            .ok_or_else(overflow)?;
+        let buf = self.add_buffer(Buffer {
+            dtype,
+            elements: per_batch.checked_mul(batch).ok_or_else(overflow)?,
+            home: Home::Scratch,
+        })?;
+        let full = n / nr;
+        let to_i64 = |v: u64| i64::try_from(v).map_err(|_| overflow());
+        let [sb, sk, sn] = [0, 1, 2].map(|d| rhs.map.strides.get(d).copied().unwrap_or(0));
+        if n % nr != 0 {
+            // Zeros past the last column, so microkernels may compute whole panels.
+            self.commands.push(Pending::Fill {
+                buf,
+                pattern: 0,
+                width: 4,
+            });
+        }
+        let (pb, pk, nr_i) = (to_i64(per_batch)?, to_i64(k * nr)?, to_i64(nr)?);
+        if full > 0 {
+            let load = IndexMap::new(rhs.map.offset, &[sb, sn * nr_i, sk, sn]);
+            let root = self.exprs.push(
+                ExprKind::Load {
+                    binding: rhs.buf,
+                    map: load,
+                },
+                dtype,
+            )?;
+            let store = IndexMap::new(0, &[pb, pk, nr_i, 1]);
+            self.kernel(&[batch, full, k, nr], 4, root, None, buf, store)?;
+        }
+        if n % nr != 0 {
+            let first = to_i64(full * nr)?;
+            let load = IndexMap::new(rhs.map.offset + sn * first, &[sb, sk, sn]);
+            let root = self.exprs.push(
+                ExprKind::Load {
+                    binding: rhs.buf,
+                    map: load,
+                },
+                dtype,
+            )?;
+            let store = IndexMap::new(to_i64(full)? * pk, &[pb, nr_i, 1]);
+            self.kernel(&[batch, k, n % nr], 3, root, None, buf, store)?;
+        }
+        Ok(buf)
+    }
+
+    /// `dot` of f32 or f64 operands as a contraction kernel; returns the result's view.
+    pub(super) fn contraction(
+        &mut self,
+        v: ValueId,
+        lhs: (ValueId, &Axes, &Axes),
+        rhs: (ValueId, &Axes, &Axes),
+    ) -> Result<ExprId, CompileError> {
+        let ty = self.ty(v)?.clone();
+        let dtype = ty.dtype;
+        let (l_dims, r_dims) = (self.dims(lhs.0)?.to_vec(), self.dims(rhs.0)?.to_vec());
+        let free = |rank: usize, batch: &Axes, contract: &Axes| -> Vec<usize> {
+            (0..rank)
+                .filter(|&a| !batch.contains(&(a as u32)) && !contract.contains(&(a as u32)))
+                .collect()
+        };
+        let axes = |a: &Axes| a.iter().map(|&x| x as usize).collect::<Vec<usize>>();
+        let (lb, lc, rb, rc) = (axes(lhs.1), axes(lhs.2), axes(rhs.1), axes(rhs.2));
+        let (lf, rf) = (
+            free(l_dims.len(), lhs.1, lhs.2),
+            free(r_dims.len(), rhs.1, rhs.2),
+        );
+        let batch = product(&l_dims, &lb)?;
+        let m = product(&l_dims, &lf)?;
+        let k = product(&l_dims, &lc)?;
+        let n = product(&r_dims, &rf)?;
+        let a = self.grouped(lhs.0, [&lb, &lf, &lc])?;
+        let b = self.grouped(rhs.0, [&rb, &rc, &rf])?;
+        let (mr, nr) = self.options.micro_tile(dtype);
+        let dst = self.destination(v)?;
+        let size = dtype.size_bytes();
+        let (tile_m, tile_n) = self.tile(dtype, [batch, m, n, k], (mr, nr));
+        // Read B in place when its columns are unit-stride, whole panels, and it is small or
+        // reused by few rows; else pack it.
+        let unit = b.map.strides.get(2) == Some(&1) || n <= 1;
+        let bytes = batch
+            .saturating_mul(k)
+            .saturating_mul(n)
+            .saturating_mul(size);
+        let in_place = unit && n % nr == 0 && (bytes <= 64 << 10 || m <= 2 * mr);
+        let (rhs_buf, rhs_op) = if in_place {
+            (b.buf, None)
+        } else {
+            let panels = self.panels(&b, dtype, [batch, k, n], nr)?;
+            let per_batch = n.div_ceil(nr) * k * nr;
+            let bs = i64::try_from(per_batch)
+                .map_err(|_| CompileError::unsupported("a packed operand exceeds i64"))?;
+            (
+                panels,
+                Some(IndexMap::new(0, &[if batch > 1 { bs } else { 0 }, 0, 0])),
+            )
+        };
+        let mut reads = vec![a.buf];
+        if !reads.contains(&rhs_buf) {
+            reads.push(rhs_buf);
+        }
+        let binding_of = |buf: BufId| reads.iter().position(|&r| r == buf).unwrap_or(0) as u32;
+        let mut bindings: Vec<KernelBinding> = Vec::new();
+        let mut uses = Vec::new();
+        for &buf in &reads {
+            let info = self.buffer(buf)?;
+            bindings.push(KernelBinding {
+                dtype: info.dtype,
+                elements: info.elements,
+                access: Access::Read,
+            });
+            uses.push((buf, Access::Read));
+        }
+        let out = self.buffer(dst)?;
+        bindings.push(KernelBinding {
+            dtype: out.dtype,
+            elements: out.elements,
+            access: Access::Write,
+        });
+        uses.push((dst, Access::Write));
+        let to_i64 = |v: u64| {
+            i64::try_from(v).map_err(|_| CompileError::unsupported("a dot's extent exceeds i64"))
+        };
+        let lhs_op = Operand::strided(binding_of(a.buf), a.map);
+        let rhs_op = match rhs_op {
+            Some(map) => Operand {
+                binding: binding_of(rhs_buf),
+                map,
+                panels: Some(nr),
+            },
+            None => Operand::strided(binding_of(b.buf), b.map),
+        };
+        let number = u32::try_from(self.kernels.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        let kernel = ContractionKernel {
+            name: format!("k{number}"),
+            batch,
+            m,
+            n,
+            k,
+            dtype,
+            lhs: lhs_op,
+            rhs: rhs_op,
+            epilogue: vec![KernelNode {
+                node: Node::Acc,
+                dtype,
+            }],
+            result: 0,
+            store: Store {
+                binding: bindings.len() as u32 - 1,
+                map: IndexMap::new(0, &[to_i64(m * n)?, to_i64(n)?, 1]),
+            },
+            bindings,
+            tile_m,
+            tile_n,
+        };
+        if batch * m * n > 0 {
+            kernel.validate()?;
+            let workgroups = u32::try_from(kernel.workgroups())
+                .map_err(|_| CompileError::unsupported("too many tiles"))?;
+            self.kernels.push(Kernel::Contraction(kernel));
+            self.commands.push(Pending::Dispatch {
+                kernel: number,
+                bindings: uses,
+                workgroups,
+            });
+        }
+        self.view_of(dst, &Type::new(dtype, &ty.dims))
+    }
+
+    /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile (see the
+    /// module documentation).
+    fn tile(&self, dtype: DType, [batch, m, n, k]: [u64; 4], (mr, nr): (u64, u64)) -> (u64, u64) {
+        let size = dtype.size_bytes();
+        let half_l2 = self.options.caches.l2 / 2;
+        let n_max = n.div_ceil(nr).max(1) * nr;
+        let mut tile_n = (half_l2 / (k.max(1) * size) / nr * nr).clamp(nr, n_max);
+        let flops = 2u64
+            .saturating_mul(batch)
+            .saturating_mul(m)
+            .saturating_mul(n)
+            .saturating_mul(k);
+        let want = (flops / TILE_FLOPS).clamp(1, MAX_TILES);
+        let m_panels = m.div_ceil(mr).max(1);
+        let tiles_n = n.div_ceil(tile_n).max(1);
+        let tiles_m = want.div_ceil(batch.max(1) * tiles_n).clamp(1, m_panels);
+        let tile_m = m.div_ceil(tiles_m).div_ceil(mr).max(1) * mr;
+        // Too few tiles yet (few rows): split the columns further.
+        let have = batch.max(1) * m.div_ceil(tile_m).max(1) * tiles_n;
+        if have < want {
+            let cols = want.div_ceil(batch.max(1) * m.div_ceil(tile_m).max(1));
+            tile_n = (n.div_ceil(cols).div_ceil(nr) * nr).clamp(nr, n_max);
+        }
+        (tile_m, tile_n)
+    }
+}

@@ -1,0 +1,479 @@
+//! One contraction kernel's code on x86-64: the function around the microkernels
+//! (`micro.rs`), following the schedule in `crate::emit::contraction`.
+//!
+//! Shape of the emitted function (`extern "C" fn(state, workgroup, worker) -> u32`):
+//!
+//! ```text
+//! push rbx, rbp, r12–r15 ; sub rsp, frame               rsp is 16-byte aligned from here on
+//! ABI version, workgroup < count, worker < worker_count, worker scratch stride, binding count
+//!   and lengths                                          -> the ABI's mismatch statuses
+//! rbx = state ; r14 = this worker's row panel buffer
+//! workgroup -> (b, tile row, tile column) -> m0, n0, rows, cols (frame)
+//! for each full row panel, then the partial one:
+//!     r12 = A at (b, m, 0)
+//!     for each column panel: rdi = B panel, r15 = its columns in the buffer ; microkernel
+//!     vzeroupper ; call the epilogue kernel for (rows, cols) with bindings at the panel origin
+//! return its status, or KERNEL_OK
+//! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call
+//! ```
+//!
+//! The frame holds the epilogue's `DispatchState` and binding tables and the loop state,
+//! which must survive the calls (only rbx, rbp, r12–r15 and the frame do).
+
+use accy_artifact::abi::{
+    DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH,
+    KERNEL_WORKER_MISMATCH, MAX_BINDINGS,
+};
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
+
+use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
+use super::micro::Micro;
+use super::X64Tier;
+use crate::emit::contraction::{schedule, Reloc, Schedule};
+use crate::kernel::ContractionKernel;
+use crate::target::EmitError;
+
+/// Frame layout (offsets from rsp).
+const STATE: i32 = 0;
+const POINTERS: i32 = DispatchState::SIZE as i32;
+/// The most bindings an epilogue kernel may have here (its tables live in the frame).
+const MAX_EPILOGUE_BINDINGS: usize = 32;
+const LENGTHS: i32 = POINTERS + 8 * MAX_EPILOGUE_BINDINGS as i32;
+const B_SLOT: i32 = LENGTHS + 8 * MAX_EPILOGUE_BINDINGS as i32;
+const M0: i32 = B_SLOT + 8;
+const N0: i32 = M0 + 8;
+const ROWS: i32 = N0 + 8;
+const COLS: i32 = ROWS + 8;
+const M: i32 = COLS + 8;
+const M_END: i32 = M + 8;
+const PANEL: i32 = M_END + 8;
+const PANELS: i32 = PANEL + 8;
+/// Frame size: the slots, rounded so that rsp is 16-byte aligned after six pushes.
+const FRAME: i32 = (PANELS + 8 + 15) / 16 * 16 + 8;
+
+const R12: u8 = 12;
+
+/// Emits `k` for `tier`; returns the bytes of worker scratch it needs.
+pub(crate) fn emit_contraction(
+    ops: &mut Asm,
+    k: &ContractionKernel,
+    tier: X64Tier,
+    reassociate: bool,
+) -> Result<u64, EmitError> {
+    let micro = Micro::for_tier(tier, k.dtype, reassociate);
+    let sched = schedule(k, micro.mr, micro.nr(), tier.name())?;
+    let bad = |what: String| EmitError::Unsupported {
+        kernel: k.name.clone(),
+        what,
+        target: tier.name(),
+    };
+    if k.bindings.len() > MAX_BINDINGS {
+        return Err(bad(format!("{} bindings", k.bindings.len())));
+    }
+    if let Some(e) = sched
+        .epilogues
+        .iter()
+        .find(|e| e.kernel.bindings.len() > MAX_EPILOGUE_BINDINGS)
+    {
+        return Err(bad(format!(
+            "an epilogue with {} bindings",
+            e.kernel.bindings.len()
+        )));
+    }
+    let labels: Vec<DynamicLabel> = sched
+        .epilogues
+        .iter()
+        .map(|_| ops.new_dynamic_label())
+        .collect();
+    let mut g = Gemm {
+        ops,
+        k,
+        sched: &sched,
+        micro,
+        tier,
+        labels: &labels,
+        bad: &bad,
+    };
+    g.function()?;
+    for (e, &label) in sched.epilogues.iter().zip(&labels) {
+        x64!(g.ops; =>label);
+        super::kernel::emit_kernel(g.ops, &e.kernel, tier, reassociate)?;
+    }
+    Ok(sched.worker_scratch)
+}
+
+struct Gemm<'a> {
+    ops: &'a mut Asm,
+    k: &'a ContractionKernel,
+    sched: &'a Schedule,
+    micro: Micro,
+    tier: X64Tier,
+    labels: &'a [DynamicLabel],
+    bad: &'a dyn Fn(String) -> EmitError,
+}
+
+impl Gemm<'_> {
+    /// `value` as a displacement, or an error naming `what`.
+    fn disp(&self, value: i128, what: &str) -> Result<i32, EmitError> {
+        i32::try_from(value).map_err(|_| (self.bad)(format!("{what} of {value} bytes")))
+    }
+
+    fn function(&mut self) -> Result<(), EmitError> {
+        let [mismatch, bad_bindings, bad_worker, done, exit] =
+            [(); 5].map(|_| self.ops.new_dynamic_label());
+        x64!(self.ops
+            ; push rbx ; push rbp ; push r12 ; push r13 ; push r14 ; push r15
+            ; sub rsp, FRAME
+            ; mov rbx, rdi
+            ; cmp DWORD [rdi + DispatchState::OFFSET_ABI_VERSION as i32], ABI_VERSION as i32
+            ; jne =>mismatch
+            ; cmp esi, DWORD [rdi + DispatchState::OFFSET_WORKGROUP_COUNT as i32]
+            ; jae =>mismatch
+            ; cmp edx, DWORD [rdi + DispatchState::OFFSET_WORKER_COUNT as i32]
+            ; jae =>bad_worker
+        );
+        mov_imm(self.ops, gpr::RAX, self.sched.worker_scratch as i64);
+        x64!(self.ops
+            ; cmp QWORD [rdi + DispatchState::OFFSET_WORKER_SCRATCH_STRIDE as i32], rax
+            ; jb =>bad_worker
+            ; cmp DWORD [rdi + DispatchState::OFFSET_BINDING_COUNT as i32], self.k.bindings.len() as i32
+            ; jne =>bad_bindings
+            ; mov r8, QWORD [rdi + DispatchState::OFFSET_BINDING_LENGTHS as i32]
+        );
+        for (i, b) in self.k.bindings.iter().enumerate() {
+            // Validation proved the byte size fits u64; compare as unsigned.
+            mov_imm(
+                self.ops,
+                gpr::RAX,
+                b.elements.wrapping_mul(b.dtype.size_bytes()) as i64,
+            );
+            x64!(self.ops; cmp QWORD [r8 + i as i32 * 8], rax ; jb =>bad_bindings);
+        }
+        // r14 = worker scratch + worker * stride: this worker's row panel buffer.
+        x64!(self.ops
+            ; mov eax, edx
+            ; imul rax, QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH_STRIDE as i32]
+            ; add rax, QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH as i32]
+            ; mov r14, rax
+        );
+        self.tile()?;
+        self.epilogue_state();
+        self.row_panels(done)?;
+        x64!(self.ops
+            ; =>done
+            ; xor eax, eax
+            ; jmp =>exit
+            ; =>bad_bindings
+            ; mov eax, KERNEL_BINDING_MISMATCH as i32
+            ; jmp =>exit
+            ; =>bad_worker
+            ; mov eax, KERNEL_WORKER_MISMATCH as i32
+            ; jmp =>exit
+            ; =>mismatch
+            ; mov eax, KERNEL_ABI_MISMATCH as i32
+            ; =>exit
+        );
+        if self.tier != X64Tier::Sse2 {
+            x64!(self.ops; vzeroupper);
+        }
+        x64!(self.ops
+            ; add rsp, FRAME
+            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbp ; pop rbx
+            ; ret
+        );
+        Ok(())
+    }
+
+    /// The workgroup (esi) becomes b, m0, n0, rows and cols in the frame.
+    fn tile(&mut self) -> Result<(), EmitError> {
+        let (tiles_m, tiles_n) = self.sched.tiles;
+        let k = self.k;
+        // b = wg / (tiles_m * tiles_n); r = wg % (tiles_m * tiles_n);
+        // m0 = (r / tiles_n) * tile_m; n0 = (r % tiles_n) * tile_n.
+        let per_batch = tiles_m.max(1).saturating_mul(tiles_n.max(1));
+        x64!(self.ops; mov eax, esi ; xor edx, edx);
+        mov_imm(self.ops, gpr::RCX, per_batch as i64);
+        x64!(self.ops; div rcx ; mov QWORD [rsp + B_SLOT], rax ; mov rax, rdx ; xor edx, edx);
+        mov_imm(self.ops, gpr::RCX, tiles_n.max(1) as i64);
+        x64!(self.ops; div rcx ; mov r8, rdx);
+        mul_imm(self.ops, gpr::RAX, k.tile_m as i64);
+        x64!(self.ops; mov QWORD [rsp + M0], rax ; mov rax, r8);
+        mul_imm(self.ops, gpr::RAX, k.tile_n as i64);
+        x64!(self.ops; mov QWORD [rsp + N0], rax);
+        // rows = min(tile_m, m - m0), cols = min(tile_n, n - n0).
+        for (origin, extent, tile, out) in [(M0, k.m, k.tile_m, ROWS), (N0, k.n, k.tile_n, COLS)] {
+            mov_imm(self.ops, gpr::RAX, extent as i64);
+            mov_imm(self.ops, gpr::RCX, tile as i64);
+            x64!(self.ops
+                ; sub rax, QWORD [rsp + origin]
+                ; cmp rax, rcx
+                ; cmova rax, rcx
+                ; mov QWORD [rsp + out], rax
+            );
+        }
+        Ok(())
+    }
+
+    /// The parts of the epilogue's `DispatchState` that never change.
+    fn epilogue_state(&mut self) {
+        let s = |o: u32| STATE + o as i32;
+        x64!(self.ops
+            ; mov DWORD [rsp + s(DispatchState::OFFSET_ABI_VERSION)], ABI_VERSION as i32
+            ; lea rax, [rsp + POINTERS]
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_BINDINGS)], rax
+            ; lea rax, [rsp + LENGTHS]
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_BINDING_LENGTHS)], rax
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_SCALARS)], 0
+            ; mov DWORD [rsp + s(DispatchState::OFFSET_SCALAR_COUNT)], 0
+            ; mov DWORD [rsp + s(DispatchState::OFFSET_WORKGROUP_COUNT)], 1
+            ; mov rax, QWORD [rbx + DispatchState::OFFSET_IMPORTS as i32]
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_IMPORTS)], rax
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_WORKER_SCRATCH)], 0
+            ; mov QWORD [rsp + s(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE)], 0
+            ; mov DWORD [rsp + s(DispatchState::OFFSET_WORKER_COUNT)], 1
+            ; mov DWORD [rsp + s(DispatchState::OFFSET_RESERVED)], 0
+        );
+    }
+
+    /// Every full row panel of the tile, then the partial one if the tile has it.
+    fn row_panels(&mut self, done: DynamicLabel) -> Result<(), EmitError> {
+        let mr = self.sched.mr as i64;
+        let [top, check, tail] = [(); 3].map(|_| self.ops.new_dynamic_label());
+        // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
+        x64!(self.ops
+            ; mov rax, QWORD [rsp + M0]
+            ; mov QWORD [rsp + M], rax
+            ; mov rax, QWORD [rsp + ROWS]
+            ; xor edx, edx
+        );
+        mov_imm(self.ops, gpr::RCX, mr);
+        x64!(self.ops
+            ; div rcx
+            ; imul rax, rcx
+            ; add rax, QWORD [rsp + M0]
+            ; mov QWORD [rsp + M_END], rax
+            ; jmp =>check
+            ; =>top
+        );
+        self.row_panel(self.sched.mr)?;
+        x64!(self.ops
+            ; add QWORD [rsp + M], mr as i32
+            ; =>check
+            ; mov rax, QWORD [rsp + M]
+            ; cmp rax, QWORD [rsp + M_END]
+            ; jb =>top
+        );
+        if self.sched.rem == 0 {
+            x64!(self.ops; jmp =>done);
+            return Ok(());
+        }
+        // The partial panel: only the last tile along m has one, of `rem` rows.
+        x64!(self.ops
+            ; mov rax, QWORD [rsp + M0]
+            ; add rax, QWORD [rsp + ROWS]
+            ; cmp QWORD [rsp + M], rax
+            ; jb =>tail
+            ; jmp =>done
+            ; =>tail
+        );
+        self.row_panel(self.sched.rem)?;
+        x64!(self.ops; jmp =>done);
+        Ok(())
+    }
+
+    /// One row panel of `rows` rows at row `M` of the frame: every column panel of the tile,
+    /// then the epilogue call.
+    fn row_panel(&mut self, rows: u64) -> Result<(), EmitError> {
+        let k = self.k;
+        let size = i128::from(k.dtype.size_bytes() as i32);
+        let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
+        let rs = |d: usize| i128::from(k.rhs.map.strides.get(d).copied().unwrap_or(0));
+        let lda = self.disp(ls(1) * size, "a row stride of A")?;
+        let ak = self.disp(ls(2) * size, "a k stride of A")?;
+        self.disp(
+            i128::from(lda) * i128::from(self.sched.mr as i32),
+            "a row panel of A",
+        )?;
+        let nr = self.sched.nr as i64;
+        let bk = match k.rhs.panels {
+            Some(w) => self.disp(i128::from(w as i32) * size, "a panel row")?,
+            None => self.disp(rs(1) * size, "a k stride of B")?,
+        };
+        let t_row = self.disp(i128::from(self.sched.t_ld as i32) * size, "a buffer row")?;
+        // r12 = A at (b, m, 0).
+        self.element_address(
+            R12,
+            k.lhs.binding,
+            k.lhs.map.offset,
+            [ls(0), ls(1), 0],
+            Some(M),
+        );
+        // panels = ceil(cols / nr); panel = 0.
+        x64!(self.ops; mov rax, QWORD [rsp + COLS]);
+        add_imm(self.ops, gpr::RAX, nr - 1);
+        x64!(self.ops; xor edx, edx);
+        mov_imm(self.ops, gpr::RCX, nr);
+        x64!(self.ops
+            ; div rcx
+            ; mov QWORD [rsp + PANELS], rax
+            ; mov QWORD [rsp + PANEL], 0
+        );
+        let [top, check] = [(); 2].map(|_| self.ops.new_dynamic_label());
+        x64!(self.ops; jmp =>check ; =>top);
+        // rdi = B's panel: panelled, panel (n0 / nr + panel) of batch b; else element
+        // (b, 0, n0 + panel * nr).
+        match k.rhs.panels {
+            Some(w) => {
+                let panel_bytes = i128::from(k.k as i64) * i128::from(w as i64) * size;
+                let panel_bytes = i64::try_from(panel_bytes)
+                    .map_err(|_| (self.bad)(format!("a panel of {panel_bytes} bytes")))?;
+                self.element_address(13, k.rhs.binding, k.rhs.map.offset, [rs(0), 0, 0], None);
+                x64!(self.ops ; mov rax, QWORD [rsp + N0] ; xor edx, edx);
+                mov_imm(self.ops, gpr::RCX, w as i64);
+                x64!(self.ops; div rcx ; add rax, QWORD [rsp + PANEL]);
+                mul_imm(self.ops, gpr::RAX, panel_bytes);
+                x64!(self.ops; add r13, rax ; mov rdi, r13);
+            }
+            None => {
+                self.element_address(13, k.rhs.binding, k.rhs.map.offset, [rs(0), 0, 0], None);
+                x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
+                mul_imm(self.ops, gpr::RAX, nr);
+                x64!(self.ops; add rax, QWORD [rsp + N0]);
+                mul_imm(
+                    self.ops,
+                    gpr::RAX,
+                    i64::try_from(rs(2) * size).unwrap_or(i64::MAX),
+                );
+                x64!(self.ops; lea rdi, [r13 + rax]);
+            }
+        }
+        // r15 = the panel's columns in the row panel buffer; rsi = A.
+        x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
+        mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
+        x64!(self.ops; lea r15, [r14 + rax] ; mov rsi, r12);
+        self.micro.emit(self.ops, rows, k.k, lda, ak, bk, t_row);
+        x64!(self.ops
+            ; add QWORD [rsp + PANEL], 1
+            ; =>check
+            ; mov rax, QWORD [rsp + PANEL]
+            ; cmp rax, QWORD [rsp + PANELS]
+            ; jb =>top
+        );
+        self.call_epilogue(rows)
+    }
+
+    /// `reg = bindings[binding] + size · (offset + s0·b + s1·m + s2·n0)` where `m` is the frame
+    /// slot `m_slot` (or 0) — the byte address of an element at the current origin.
+    fn element_address(
+        &mut self,
+        reg: u8,
+        binding: u32,
+        offset: i64,
+        strides: [i128; 3],
+        m_slot: Option<i32>,
+    ) {
+        let size = self
+            .k
+            .bindings
+            .get(binding as usize)
+            .map_or(1, |b| b.dtype.size_bytes() as i64);
+        mov_imm(self.ops, gpr::RCX, offset);
+        for (stride, slot) in [
+            (strides[0], Some(B_SLOT)),
+            (strides[1], m_slot),
+            (strides[2], Some(N0)),
+        ] {
+            if let (Some(slot), true) = (slot, stride != 0) {
+                x64!(self.ops; mov rax, QWORD [rsp + slot]);
+                mul_imm(
+                    self.ops,
+                    gpr::RAX,
+                    i64::try_from(stride).unwrap_or(i64::MAX),
+                );
+                x64!(self.ops; add rcx, rax);
+            }
+        }
+        mul_imm(self.ops, gpr::RCX, size);
+        x64!(self.ops
+            ; mov rax, QWORD [rbx + DispatchState::OFFSET_BINDINGS as i32]
+            ; mov Rq(reg), QWORD [rax + binding as i32 * 8]
+            ; add Rq(reg), rcx
+        );
+    }
+
+    /// Calls the epilogue kernel for a panel of `rows` rows and the tile's columns (one of the
+    /// schedule's column counts, chosen at run time), then returns its status if not OK.
+    fn call_epilogue(&mut self, rows: u64) -> Result<(), EmitError> {
+        let full = self.k.tile_n.min(self.k.n).max(1);
+        let variants: Vec<(u64, usize)> = [full, self.sched.last_cols]
+            .into_iter()
+            .filter_map(|cols| Some((cols, self.sched.epilogue(rows, cols)?)))
+            .collect();
+        let after = self.ops.new_dynamic_label();
+        for (n, &(cols, e)) in variants.iter().enumerate() {
+            let next = self.ops.new_dynamic_label();
+            if n + 1 < variants.len() {
+                mov_imm(self.ops, gpr::RAX, cols as i64);
+                x64!(self.ops; cmp QWORD [rsp + COLS], rax ; jne =>next);
+            }
+            self.call(e)?;
+            x64!(self.ops; jmp =>after ; =>next);
+        }
+        x64!(self.ops; =>after);
+        Ok(())
+    }
+
+    /// Fills the epilogue's binding tables for the current origin and calls epilogue `e`.
+    fn call(&mut self, e: usize) -> Result<(), EmitError> {
+        let epilogue = &self.sched.epilogues[e];
+        let count = epilogue.kernel.bindings.len();
+        for (i, (reloc, binding)) in epilogue
+            .relocs
+            .iter()
+            .zip(&epilogue.kernel.bindings)
+            .enumerate()
+        {
+            let at = i as i32 * 8;
+            match reloc {
+                Reloc::Tile => x64!(self.ops; mov QWORD [rsp + POINTERS + at], r14),
+                Reloc::At {
+                    binding,
+                    offset,
+                    strides,
+                    ..
+                } => {
+                    let s = strides.map(i128::from);
+                    self.element_address(0, *binding, *offset, s, Some(M));
+                    x64!(self.ops; mov QWORD [rsp + POINTERS + at], rax);
+                }
+            }
+            let bytes = binding.elements.wrapping_mul(binding.dtype.size_bytes());
+            mov_imm(self.ops, gpr::RAX, bytes as i64);
+            x64!(self.ops; mov QWORD [rsp + LENGTHS + at], rax);
+        }
+        let label = self.labels[e];
+        x64!(self.ops
+            ; mov DWORD [rsp + STATE + DispatchState::OFFSET_BINDING_COUNT as i32], count as i32
+        );
+        if self.tier != X64Tier::Sse2 {
+            x64!(self.ops; vzeroupper);
+        }
+        x64!(self.ops
+            ; lea rdi, [rsp + STATE]
+            ; xor esi, esi
+            ; xor edx, edx
+            ; call =>label
+            ; test eax, eax
+            ; jz >ok
+            ; add rsp, FRAME
+            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbp ; pop rbx
+            ; ret
+            ; ok:
+        );
+        Ok(())
+    }
+}

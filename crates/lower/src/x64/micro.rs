@@ -1,0 +1,290 @@
+//! The x86-64 contraction microkernels: `mr × nr` accumulators in vector registers, one pass
+//! over k, then the accumulators stored into the row panel buffer (`emit/contraction.rs`).
+//!
+//! One shape per tier and dtype ([`Micro::for_tier`]):
+//!
+//! | tier | vectors | f32 tile | f64 tile | accumulators | per k |
+//! |---|---|---|---|---|---|
+//! | SSE2 | xmm | 4 × 8 | 4 × 4 | xmm0–7 | 2 loads of B, 4 broadcasts, 8 mul + 8 add |
+//! | AVX2 | ymm | 6 × 16 | 6 × 8 | ymm0–11 | 2 loads of B, 6 broadcasts, 12 FMAs |
+//! | AVX-512 | zmm | 14 × 32 | 14 × 16 | zmm0–27 | 2 loads of B, 28 FMAs with broadcast operands |
+//!
+//! In exact mode (and always on SSE2, which has no FMA) each step is a rounded multiply into a
+//! temporary, then an add — the interpreter's `acc + a·b`, bit for bit; in default mode a fused
+//! multiply-add. Either way every accumulator sums its k terms in ascending order, one term
+//! per step.
+//!
+//! Register use: `rsi` walks A (one row per `lda` bytes), `rdi` walks B, `rcx` counts k, `r15`
+//! points at the panel's columns of the row panel buffer. The AVX-512 forms are encoded by
+//! `evex.rs` (dynasm has no EVEX).
+
+use accy_ir::DType;
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynasmApi, DynasmLabelApi};
+
+use super::asm::{x64, Asm};
+use super::evex::{self, zop, Rm};
+use super::X64Tier;
+
+/// The vector register file a microkernel uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Vx {
+    /// 128-bit xmm, SSE2 encodings.
+    Sse,
+    /// 256-bit ymm, VEX encodings.
+    Avx,
+    /// 512-bit zmm, EVEX encodings.
+    Zmm,
+}
+
+/// One microkernel shape.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Micro {
+    pub vx: Vx,
+    /// f64 lanes (else f32).
+    pub wide: bool,
+    /// Full tile rows.
+    pub mr: u64,
+    /// Vectors per tile row.
+    pub nv: u64,
+    /// Fused multiply-add (default mode on FMA tiers).
+    pub fma: bool,
+}
+
+const RSI: u8 = 6;
+const RDI: u8 = 7;
+const R15: u8 = 15;
+
+impl Micro {
+    /// The shape for `tier` and `dtype` (f32 or f64); `fma` in default mode where the tier has
+    /// FMA.
+    pub(crate) fn for_tier(tier: X64Tier, dtype: DType, reassociate: bool) -> Micro {
+        let wide = dtype == DType::F64;
+        match tier {
+            X64Tier::Sse2 => Micro {
+                vx: Vx::Sse,
+                wide,
+                mr: 4,
+                nv: 2,
+                fma: false,
+            },
+            X64Tier::Avx2 => Micro {
+                vx: Vx::Avx,
+                wide,
+                mr: 6,
+                nv: 2,
+                fma: reassociate,
+            },
+            X64Tier::Avx512 => Micro {
+                vx: Vx::Zmm,
+                wide,
+                mr: 14,
+                nv: 2,
+                fma: reassociate,
+            },
+        }
+    }
+
+    /// Bytes of one vector register.
+    pub(crate) fn vbytes(&self) -> u64 {
+        match self.vx {
+            Vx::Sse => 16,
+            Vx::Avx => 32,
+            Vx::Zmm => 64,
+        }
+    }
+
+    /// Bytes of one element.
+    pub(crate) fn size(&self) -> u64 {
+        if self.wide {
+            8
+        } else {
+            4
+        }
+    }
+
+    /// Columns of a tile.
+    pub(crate) fn nr(&self) -> u64 {
+        self.nv * self.vbytes() / self.size()
+    }
+
+    /// The accumulator register of row `i`, vector `j`.
+    fn acc(&self, i: u64, j: u64) -> u8 {
+        (i * self.nv + j) as u8
+    }
+
+    /// The register holding vector `j` of the current B row.
+    fn b(&self, j: u64) -> u8 {
+        (self.mr * self.nv + j) as u8
+    }
+
+    /// The broadcast register (SSE and AVX).
+    fn a(&self) -> u8 {
+        (self.mr * self.nv + self.nv) as u8
+    }
+
+    /// The product temporary of exact mode.
+    fn tmp(&self) -> u8 {
+        self.a() + 1
+    }
+
+    fn zero(&self, ops: &mut Asm, r: u8) {
+        match self.vx {
+            Vx::Sse => x64!(ops; xorps Rx(r), Rx(r)),
+            Vx::Avx => x64!(ops; vxorps Ry(r), Ry(r), Ry(r)),
+            Vx::Zmm => ops.extend(evex::zmm(zop::pxor(), r, Some(r), Rm::Reg(r))),
+        }
+    }
+
+    fn load(&self, ops: &mut Asm, r: u8, base: u8, disp: i32) {
+        match self.vx {
+            Vx::Sse => x64!(ops; movups Rx(r), [Rq(base) + disp]),
+            Vx::Avx => x64!(ops; vmovups Ry(r), [Rq(base) + disp]),
+            Vx::Zmm => ops.extend(evex::zmm(zop::load(self.wide), r, None, mem(base, disp))),
+        }
+    }
+
+    fn store(&self, ops: &mut Asm, base: u8, disp: i32, r: u8) {
+        match self.vx {
+            Vx::Sse => x64!(ops; movups [Rq(base) + disp], Rx(r)),
+            Vx::Avx => x64!(ops; vmovups [Rq(base) + disp], Ry(r)),
+            Vx::Zmm => ops.extend(evex::zmm(zop::store(self.wide), r, None, mem(base, disp))),
+        }
+    }
+
+    /// `a() = A element at [base + disp]` in every lane (SSE and AVX).
+    fn broadcast(&self, ops: &mut Asm, base: u8, disp: i32) {
+        let a = self.a();
+        match (self.vx, self.wide) {
+            (Vx::Sse, false) => {
+                x64!(ops; movss Rx(a), DWORD [Rq(base) + disp] ; shufps Rx(a), Rx(a), 0)
+            }
+            (Vx::Sse, true) => {
+                x64!(ops; movsd Rx(a), QWORD [Rq(base) + disp] ; unpcklpd Rx(a), Rx(a))
+            }
+            // dynasm 5.1 encodes `vbroadcastss ymm, m32` as the xmm form; AVX2's vpbroadcastd
+            // moves the same bits.
+            (Vx::Avx, false) => x64!(ops; vpbroadcastd Ry(a), DWORD [Rq(base) + disp]),
+            (Vx::Avx, true) => x64!(ops; vbroadcastsd Ry(a), QWORD [Rq(base) + disp]),
+            (Vx::Zmm, _) => {}
+        }
+    }
+
+    /// `acc += b · a` where `a` is the broadcast register, or (AVX-512) the element at
+    /// `[base + disp]` broadcast by the instruction itself.
+    fn step(&self, ops: &mut Asm, acc: u8, b: u8, base: u8, disp: i32) {
+        let a = self.a();
+        let t = self.tmp();
+        match (self.vx, self.wide, self.fma) {
+            (Vx::Sse, false, _) => {
+                x64!(ops; movaps Rx(t), Rx(b) ; mulps Rx(t), Rx(a) ; addps Rx(acc), Rx(t))
+            }
+            (Vx::Sse, true, _) => {
+                x64!(ops; movapd Rx(t), Rx(b) ; mulpd Rx(t), Rx(a) ; addpd Rx(acc), Rx(t))
+            }
+            (Vx::Avx, false, true) => x64!(ops; vfmadd231ps Ry(acc), Ry(b), Ry(a)),
+            (Vx::Avx, true, true) => ops.extend(vfmadd231pd(acc, b, a)),
+            (Vx::Avx, false, false) => {
+                x64!(ops; vmulps Ry(t), Ry(b), Ry(a) ; vaddps Ry(acc), Ry(acc), Ry(t))
+            }
+            (Vx::Avx, true, false) => {
+                x64!(ops; vmulpd Ry(t), Ry(b), Ry(a) ; vaddpd Ry(acc), Ry(acc), Ry(t))
+            }
+            (Vx::Zmm, wide, fma) => {
+                let element = if wide { 8 } else { 4 };
+                let a = Rm::Mem {
+                    base,
+                    disp,
+                    broadcast: true,
+                    element,
+                };
+                if fma {
+                    ops.extend(evex::zmm(zop::fmadd231(wide), acc, Some(b), a));
+                } else {
+                    // The product rounds into zmm`t` (zmm30 for a full tile), then the add.
+                    ops.extend(evex::zmm(zop::mul(wide), t, Some(b), a));
+                    ops.extend(evex::zmm(zop::add(wide), acc, Some(acc), Rm::Reg(t)));
+                }
+            }
+        }
+    }
+
+    /// The microkernel for a panel of `rows` rows (`rows ≤ mr`): with `rsi` at A's row panel
+    /// (element `k = 0` of its first row), `rdi` at the B panel (`k = 0`), `r15` at the
+    /// panel's place in the row panel buffer, computes `rows × nr` sums over `k_len` steps and
+    /// stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step (rows are
+    /// `lda` bytes apart), B `bk` bytes. Clobbers rsi, rdi, rcx and the vector registers.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the static shape of one microkernel call"
+    )]
+    pub(crate) fn emit(
+        &self,
+        ops: &mut Asm,
+        rows: u64,
+        k_len: u64,
+        lda: i32,
+        ak: i32,
+        bk: i32,
+        t_row: i32,
+    ) {
+        let vb = self.vbytes() as i32;
+        for i in 0..rows {
+            for j in 0..self.nv {
+                self.zero(ops, self.acc(i, j));
+            }
+        }
+        if k_len > 0 {
+            let top = ops.new_dynamic_label();
+            super::asm::mov_imm(ops, 1, k_len as i64);
+            x64!(ops; =>top);
+            for j in 0..self.nv {
+                self.load(ops, self.b(j), RDI, j as i32 * vb);
+            }
+            for i in 0..rows {
+                let disp = i as i32 * lda;
+                self.broadcast(ops, RSI, disp);
+                for j in 0..self.nv {
+                    self.step(ops, self.acc(i, j), self.b(j), RSI, disp);
+                }
+            }
+            x64!(ops
+                ; add rsi, ak
+                ; add rdi, bk
+                ; sub rcx, 1
+                ; jnz =>top
+            );
+        }
+        for i in 0..rows {
+            for j in 0..self.nv {
+                self.store(ops, R15, i as i32 * t_row + j as i32 * vb, self.acc(i, j));
+            }
+        }
+    }
+}
+
+/// `vfmadd231pd ymm(acc), ymm(b), ymm(a)` (VEX.256.66.0F38.W1 B8): dynasm 5.1 drops the W bit
+/// and encodes `vfmadd231ps` (pinned in `tests/encoding.rs`), so the bytes are written here.
+pub(crate) fn vfmadd231pd(acc: u8, b: u8, a: u8) -> [u8; 5] {
+    let inv = |r: u8| (!(r >> 3)) & 1;
+    [
+        0xC4,
+        (inv(acc) << 7) | (1 << 6) | (inv(a) << 5) | 0b00010,
+        (1 << 7) | ((!b & 0xF) << 3) | (1 << 2) | 0b01,
+        0xB8,
+        0xC0 | ((acc & 7) << 3) | (a & 7),
+    ]
+}
+
+/// A memory operand `[base + disp]` for a full-vector EVEX access.
+fn mem(base: u8, disp: i32) -> Rm {
+    Rm::Mem {
+        base,
+        disp,
+        broadcast: false,
+        element: 4,
+    }
+}
