@@ -61,6 +61,7 @@ pub mod cpu;
 pub mod guard;
 pub mod imports;
 pub mod loaded;
+mod overlap;
 mod run;
 mod sys;
 #[cfg(test)]
