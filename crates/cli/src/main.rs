@@ -2,18 +2,17 @@
 //!
 //! Exit codes, for scripts: 0 success; 1 the program is invalid (bytes, text or types);
 //! 2 bad command-line usage (including input values that do not fit the program); 3 a file
-//! could not be read or written (including a malformed `.npy` file); 4 the program could not
-//! be compiled or run on this machine.
+//! could not be read or written (including a malformed `.npy` file, and standard output); 4 the
+//! program could not be compiled or run on this machine. A closed pipe on standard output ends
+//! a command quietly with 0.
 
 #![deny(missing_docs)]
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a command-line tool reports on the terminal"
-)]
+// No `println!` / `eprintln!` (the workspace lints refuse them): they panic when the stream
+// cannot be written. Commands print through `cmd::Out`, which reports write errors.
 
 mod cmd;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -40,7 +39,8 @@ struct Cli {
 const EXIT_CODES: &str = "Exit codes: 0 success, 1 invalid program, 2 usage error (bad \
 arguments, or input values that do not fit the program), 3 I/O error (a file could not be read \
 or written, or is not a valid .npy file), 4 runtime failure (the program could not be compiled, \
-loaded or run on this machine, e.g. the CPU lacks the requested --target).";
+loaded or run on this machine, e.g. the CPU lacks the requested --target). When standard output \
+is a pipe whose reader has gone (accy inspect ... | head), the command stops quietly with 0.";
 
 const TARGET_HELP: &str = "Code generator: x64-sse2, x64-avx2 or x64-avx512 (default: the best \
 this CPU runs, lowered by ACCY_CPU_FEATURES_MAX).";
@@ -158,9 +158,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = cmd::Out::new();
+    let out = &mut out;
     let result = match cli.command {
-        Command::Check { file } => cmd::check(&file),
-        Command::Compile { file, output, text } => cmd::compile(&file, &output, text),
+        Command::Check { file } => cmd::check(&file, out),
+        Command::Compile { file, output, text } => cmd::compile(&file, &output, text, out),
         Command::Run {
             file,
             inputs,
@@ -169,15 +171,18 @@ fn main() -> ExitCode {
             output_dir,
             target,
             exact,
-        } => cmd::run::run(&cmd::run::RunArgs {
-            file,
-            inputs,
-            weights,
-            seed,
-            output_dir,
-            target,
-            exact,
-        }),
+        } => cmd::run::run(
+            &cmd::run::RunArgs {
+                file,
+                inputs,
+                weights,
+                seed,
+                output_dir,
+                target,
+                exact,
+            },
+            out,
+        ),
         Command::Bench {
             file,
             warmup,
@@ -187,27 +192,31 @@ fn main() -> ExitCode {
             seed,
             target,
             exact,
-        } => cmd::bench::bench(&cmd::bench::BenchArgs {
-            file,
-            warmup,
-            iters,
-            seconds,
-            threads,
-            seed,
-            target,
-            exact,
-        }),
+        } => cmd::bench::bench(
+            &cmd::bench::BenchArgs {
+                file,
+                warmup,
+                iters,
+                seconds,
+                threads,
+                seed,
+                target,
+                exact,
+            },
+            out,
+        ),
         Command::Inspect {
             file,
             target,
             exact,
             no_disassembly,
-        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly),
+        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly, out),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    match result.and_then(|()| out.flush()) {
+        Ok(()) | Err(cmd::Failure::ClosedPipe) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {}", failure.message());
+            // Nothing is left to report a failing stderr to: ignore it rather than panic.
+            let _ = writeln!(std::io::stderr(), "error: {}", failure.message());
             ExitCode::from(failure.code())
         }
     }

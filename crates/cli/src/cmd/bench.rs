@@ -48,7 +48,7 @@ enum Stop {
 }
 
 /// `accy bench`: measures and prints compile time, latency, throughput and work rates.
-pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
+pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     if args.threads == 0 || args.threads > MAX_THREADS {
         return Err(Failure::Usage(format!(
             "--threads must be between 1 and {MAX_THREADS}"
@@ -112,8 +112,15 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         wall = wall.max(measured.elapsed);
         latencies.extend(measured.latencies);
     }
-    report(args, &session, &program, &compile, latencies, rate, wall);
-    Ok(())
+    report(
+        args,
+        &session,
+        &program,
+        &compile,
+        latencies,
+        (rate, wall),
+        out,
+    )
 }
 
 /// Compile times in nanoseconds, each compile in a fresh session (so nothing is cached),
@@ -238,9 +245,9 @@ fn report(
     program: &accy_ir::Program,
     compile: &[u64],
     mut latencies: Vec<u64>,
-    per_second: f64,
-    wall: Duration,
-) {
+    (per_second, wall): (f64, Duration),
+    out: &mut super::Out,
+) -> Result<(), Failure> {
     latencies.sort_unstable();
     let count = latencies.len() as u64;
     let work = work::of(program);
@@ -248,45 +255,51 @@ fn report(
         1 => "1 thread".to_owned(),
         n => format!("{n} threads"),
     };
-    println!(
+    writeln!(
+        out,
         "{}: {} on {threads}{}",
         args.file.display(),
         session.target_name(),
         if args.exact { ", exact float sums" } else { "" }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "compile     median {} (min {}, max {}; {} compiles, fresh session each)",
         time(percentile(compile, 50.0)),
         time(compile.first().copied().unwrap_or(0)),
         time(compile.last().copied().unwrap_or(0)),
         compile.len()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "latency     min {}  p50 {}  p90 {}  p99 {}  ({count} invocations, {} warmup each)",
         time(latencies.first().copied().unwrap_or(0)),
         time(percentile(&latencies, 50.0)),
         time(percentile(&latencies, 90.0)),
         time(percentile(&latencies, 99.0)),
         args.warmup
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "throughput  {per_second:.1} invocations/s (measured over {:.2} s)",
         wall.as_secs_f64()
-    );
+    )?;
     if work.flops > 0 {
-        println!(
+        writeln!(
+            out,
             "compute     {} per invocation, {:.3} GFLOPS",
             si(work.flops as f64, "FLOP"),
             work.flops as f64 * per_second / 1e9
-        );
+        )?;
     }
     let io = work.input_bytes.saturating_add(work.output_bytes);
-    println!(
+    writeln!(
+        out,
         "memory      {} in+out per invocation, {:.3} GB/s; weights {} resident",
         si(io as f64, "B"),
         io as f64 * per_second / 1e9,
         si(work.weight_bytes as f64, "B")
-    );
+    )
 }
 
 /// The `p`th percentile (nearest rank) of sorted `values`.

@@ -24,6 +24,7 @@ pub fn inspect(
     target: Option<TargetName>,
     exact: bool,
     disassemble: bool,
+    out: &mut super::Out,
 ) -> Result<(), Failure> {
     let program = super::load(file)?;
     let target: Box<dyn Target> = match target {
@@ -45,11 +46,7 @@ pub fn inspect(
     artifact
         .validate()
         .map_err(|e| Failure::Runtime(format!("the artifact is invalid: {e}")))?;
-    print!(
-        "{}",
-        render(file, target.name(), &artifact, &kernels, disassemble)
-    );
-    Ok(())
+    out.bytes(render(file, target.name(), &artifact, &kernels, disassemble).as_bytes())
 }
 
 /// The x86-64 tier a default session would use on this CPU.

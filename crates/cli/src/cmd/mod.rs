@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod inspect;
+pub mod out;
 pub mod run;
 
 use std::path::Path;
@@ -11,6 +12,8 @@ use accy_cli::{npy, seeded};
 use accy_ir::{text, verify, ParamKind, Program, Tensor, TensorData};
 use accy_lower::x64::X64Tier;
 use accy_session::{Descriptor, Error, Handle, Session, SessionOptions, Tier, Weights};
+
+pub use out::Out;
 
 /// A failure with the exit code it maps to.
 #[derive(Debug)]
@@ -23,6 +26,9 @@ pub enum Failure {
     Io(String),
     /// Exit 4: the program could not be compiled, loaded or run here.
     Runtime(String),
+    /// Exit 0, quietly: standard output is a pipe whose reader has gone (`accy … | head`),
+    /// so there is no one left to tell anything.
+    ClosedPipe,
 }
 
 impl Failure {
@@ -33,6 +39,7 @@ impl Failure {
             Failure::Usage(_) => 2,
             Failure::Io(_) => 3,
             Failure::Runtime(_) => 4,
+            Failure::ClosedPipe => 0,
         }
     }
 
@@ -40,6 +47,7 @@ impl Failure {
     pub fn message(&self) -> &str {
         match self {
             Failure::Invalid(m) | Failure::Usage(m) | Failure::Io(m) | Failure::Runtime(m) => m,
+            Failure::ClosedPipe => "",
         }
     }
 
@@ -93,35 +101,33 @@ pub fn no_aarch64() -> Failure {
 }
 
 /// `accy check`: loads and verifies `file` and prints a one-line summary.
-pub fn check(file: &Path) -> Result<(), Failure> {
+pub fn check(file: &Path, out: &mut Out) -> Result<(), Failure> {
     let program = load(file)?;
-    println!(
+    writeln!(
+        out,
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
         file.display(),
         program.inputs().count(),
         program.weights().count(),
         program.instructions.len(),
         program.outputs.len()
-    );
-    Ok(())
+    )
 }
 
 /// `accy compile`: writes `file` as wire bytes, or as text with `as_text`, to `output`
 /// (`-` for stdout).
-pub fn compile(file: &Path, output: &Path, as_text: bool) -> Result<(), Failure> {
+pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Result<(), Failure> {
     let program = load(file)?;
     let bytes = if as_text {
         text::print(&program).into_bytes()
     } else {
         accy_wire::encode(&program)
     };
-    let written = if output == Path::new("-") {
-        use std::io::Write;
-        std::io::stdout().write_all(&bytes)
-    } else {
-        std::fs::write(output, &bytes)
-    };
-    written.map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
+    if output == Path::new("-") {
+        return out.bytes(&bytes);
+    }
+    std::fs::write(output, &bytes)
+        .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
 /// Reads, decodes or parses, and verifies a program file.

@@ -31,7 +31,7 @@ pub struct RunArgs {
 }
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
+pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
     let program = super::load(&args.file)?;
     let (values, sources) = super::arguments(&program, &args.inputs, &args.weights, args.seed)?;
     let session = super::session(args.target, args.exact)?;
@@ -39,7 +39,8 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let handle = session
         .compile_program_with_weights(&program, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
-    println!(
+    writeln!(
+        out,
         "{}: compiled for {}{}",
         args.file.display(),
         session.target_name(),
@@ -48,7 +49,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         } else {
             ""
         }
-    );
+    )?;
     for ((param, value), source) in program.params.iter().zip(&values).zip(&sources) {
         let kind = match param.kind {
             accy_ir::ParamKind::Input => "input",
@@ -59,7 +60,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             Source::File(path) => format!("from {path}"),
             Source::Literal => "literal".to_owned(),
         };
-        println!("{kind} {:?}: {} {from}", param.name, value.ty());
+        writeln!(out, "{kind} {:?}: {} {from}", param.name, value.ty())?;
     }
 
     let descriptors = session
@@ -77,14 +78,14 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     }
     for (i, (d, buffer)) in descriptors.iter().zip(&outs).enumerate() {
         let tensor = super::output_tensor(d, buffer)?;
-        println!("output {i}: {}", summary::summarize(&tensor, SHOWN));
+        writeln!(out, "output {i}: {}", summary::summarize(&tensor, SHOWN))?;
         if let Some(dir) = &args.output_dir {
             let path = dir.join(format!("out{i}.npy"));
             let bytes =
                 npy::write(&tensor).map_err(|e| Failure::Runtime(format!("output {i}: {e}")))?;
             std::fs::write(&path, bytes)
                 .map_err(|e| Failure::Io(format!("writing {}: {e}", path.display())))?;
-            println!("  wrote {}", path.display());
+            writeln!(out, "  wrote {}", path.display())?;
         }
     }
     Ok(())
