@@ -27,7 +27,7 @@ use cmd::TargetName;
 /// magic at the start. Examples live in `examples/`:
 ///
 ///   accy run examples/mlp.accy
-///   accy bench examples/transformer_block.accy --threads 2
+///   accy bench examples/transformer_block.accy --concurrency 2
 ///   accy inspect examples/softmax.accy --target x64-avx2
 #[derive(Parser, Debug)]
 #[command(name = "accy", version, after_help = EXIT_CODES, verbatim_doc_comment)]
@@ -104,28 +104,32 @@ enum Command {
     /// Time compiling and running FILE on seeded random inputs and weights.
     ///
     /// Reports the median compile time over several compiles (each in a fresh session), the
-    /// latency of one invocation (min, p50, p90, p99), throughput (invocations per second,
-    /// summed over threads), GFLOPS and GB/s. FLOPs count per IR instruction: a dot is
-    /// 2·m·n·k·batch, an elementwise op 1 per result element, a reduce 1 per operand element,
-    /// movement ops 0. GB/s counts input plus output bytes per invocation (weights are shown
-    /// separately). A progress line goes to stderr once a run passes 2 seconds.
+    /// latency of one invocation (min, p50, p90, p99), throughput, GFLOPS and GB/s.
+    /// Throughput counts the timed invocations of all callers over one window, from the first
+    /// caller's start to the last one's end (callers start measuring together, once all have
+    /// warmed up). FLOPs count per IR instruction: a dot is 2·m·n·k·batch, an elementwise op
+    /// 1 per result element, a reduce 1 per operand element, movement ops 0. GB/s counts
+    /// input plus output bytes per invocation (weights are shown separately). When stderr is
+    /// a terminal, a progress line appears once a run passes 2 seconds.
     ///
-    /// Example: accy bench examples/mlp_b64.accy --seconds 5 --threads 2
+    /// Example: accy bench examples/mlp_b64.accy --seconds 5 --concurrency 2
     Bench {
         /// Program file (text or wire).
         file: PathBuf,
-        /// Untimed invocations per thread before measuring.
+        /// Untimed invocations per caller before measuring; with --seconds, warm-up also
+        /// stops once it has taken that long.
         #[arg(long, default_value_t = 3)]
         warmup: u64,
-        /// Timed invocations per thread (default: run for --seconds).
+        /// Timed invocations per caller (default: run for --seconds).
         #[arg(long, conflicts_with = "seconds")]
         iters: Option<u64>,
         /// Seconds to measure for, when --iters is not given [default: 2].
         #[arg(long)]
         seconds: Option<f64>,
-        /// Threads invoking the program at once, each with its own scratch and buffers.
+        /// Callers invoking the program at once (1 to 256), each on its own OS thread with
+        /// its own scratch and buffers.
         #[arg(long, default_value_t = 1)]
-        threads: usize,
+        concurrency: usize,
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -188,7 +192,7 @@ fn main() -> ExitCode {
             warmup,
             iters,
             seconds,
-            threads,
+            concurrency,
             seed,
             target,
             exact,
@@ -198,7 +202,7 @@ fn main() -> ExitCode {
                 warmup,
                 iters,
                 seconds,
-                threads,
+                concurrency,
                 seed,
                 target,
                 exact,
