@@ -39,7 +39,8 @@ struct Cli {
 const EXIT_CODES: &str = "Exit codes: 0 success, 1 invalid program, 2 usage error (bad \
 arguments, or input values that do not fit the program), 3 I/O error (a file could not be read \
 or written, or is not a valid .npy file), 4 runtime failure (the program could not be compiled, \
-loaded or run on this machine, e.g. the CPU lacks the requested --target). When standard output \
+loaded or run on this machine, e.g. the CPU lacks the requested --target, or out of memory: run \
+and bench hold at most 16 GiB of values). When standard output \
 is a pipe whose reader has gone (accy inspect ... | head), the command stops quietly with 0.";
 
 const TARGET_HELP: &str = "Code generator: x64-sse2, x64-avx2 or x64-avx512 (default: the best \

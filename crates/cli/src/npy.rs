@@ -76,8 +76,17 @@ fn dtype_of(descr: &str) -> Option<DType> {
 /// written with shape `()`, as numpy writes a 0-d array. Fails only for a dtype `.npy` files
 /// of this module cannot hold.
 pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
-    let descr = descr(tensor.dtype()).ok_or_else(|| NpyError::Dtype(tensor.dtype().to_string()))?;
-    let dims = tensor.dims();
+    let mut out = header(tensor.dtype(), tensor.dims())?;
+    out.extend_from_slice(&tensor.data().to_le_bytes());
+    Ok(out)
+}
+
+/// The header of a `.npy` file (version 1.0, C order) holding an array of `dtype` and `dims`:
+/// followed by the elements' little-endian bytes in row-major order, it is a whole file. For
+/// writing large arrays straight from their buffers, without building the file in memory.
+/// Fails only for a dtype `.npy` files of this module cannot hold.
+pub fn header(dtype: DType, dims: &[u64]) -> Result<Vec<u8>, NpyError> {
+    let descr = descr(dtype).ok_or_else(|| NpyError::Dtype(dtype.to_string()))?;
     let shape = match dims {
         [] => "()".to_owned(),
         [n] => format!("({n},)"),
@@ -91,8 +100,7 @@ pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     let unpadded = MAGIC.len() + 4 + dict.len() + 1;
     let padding = unpadded.next_multiple_of(64) - unpadded;
     let header_len = dict.len() + padding + 1;
-    let data = tensor.data().to_le_bytes();
-    let mut out = Vec::with_capacity(unpadded + padding + data.len());
+    let mut out = Vec::with_capacity(unpadded + padding);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     // A dict of at most 8 dims of u64 is far below 65535 bytes, the v1.0 limit.
@@ -100,13 +108,31 @@ pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     out.extend_from_slice(dict.as_bytes());
     out.extend(std::iter::repeat_n(b' ', padding));
     out.push(b'\n');
-    out.extend_from_slice(&data);
     Ok(out)
+}
+
+/// An array in `.npy` bytes, its data not yet copied out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Array<'a> {
+    /// The element type.
+    pub dtype: DType,
+    /// The dims, outermost first.
+    pub dims: Vec<u64>,
+    /// The elements' little-endian bytes in row-major order (bools checked to be 0 or 1).
+    pub data: &'a [u8],
 }
 
 /// The array in `bytes`: its dtype, dims and elements. Trailing bytes after the data are an
 /// error (a truncated or concatenated file should not pass silently).
 pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
+    let array = parse(bytes)?;
+    let elements = TensorData::from_le_bytes(array.dtype, array.data)
+        .ok_or_else(|| NpyError::Truncated("data is not a whole number of elements".into()))?;
+    Tensor::new(&array.dims, elements).map_err(|e| NpyError::Header(e.to_string()))
+}
+
+/// As [`read`], without copying the data: the array's dtype, dims and a view of its bytes.
+pub fn parse(bytes: &[u8]) -> Result<Array<'_>, NpyError> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(NpyError::NotNpy)?;
     let (&[major, minor], rest) = rest
         .split_first_chunk::<2>()
@@ -158,9 +184,7 @@ pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
             return Err(NpyError::BadBool { index, byte });
         }
     }
-    let elements = TensorData::from_le_bytes(dtype, data)
-        .ok_or_else(|| NpyError::Truncated("data is not a whole number of elements".into()))?;
-    Tensor::new(&dims, elements).map_err(|e| NpyError::Header(e.to_string()))
+    Ok(Array { dtype, dims, data })
 }
 
 /// `descr`, `fortran_order` and `shape` of a header dict such as

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use accy_cli::work;
 use accy_session::Session;
 
-use super::{Failure, TargetName};
+use super::{values, Failure, TargetName};
 use measure::{Stop, Totals};
 
 /// Compiles timed for the compile-time median (fewer if they take long; see `compile_times`).
@@ -58,8 +58,9 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
         (None, s) => Stop::Deadline(Duration::from_secs_f64(s.unwrap_or(2.0))),
     };
     let program = super::load(&args.file)?;
-    let (values, _) = super::arguments(&program, &[], &[], args.seed)?;
-    let weights = super::weights(&program, &values)?;
+    let callers = args.concurrency as u64;
+    let (values, _) = values::arguments(&program, &[], &[], args.seed, callers)?;
+    let weights = values::weights(&program, &values)?;
     let wire = accy_wire::encode(&program);
 
     let compile = compile_times(args, &wire, &weights)?;
@@ -70,10 +71,19 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let outputs = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    let inputs = super::input_values(&program, &values);
-    let buffers = (0..args.concurrency)
-        .map(|_| super::buffers(&inputs, &outputs))
-        .collect();
+    // The session holds the weights now: keep only the inputs, for the first caller, and
+    // copy them for the others.
+    let inputs = values::into_inputs(&program, values);
+    let mut buffers = Vec::with_capacity(args.concurrency);
+    for caller in 1..args.concurrency {
+        let copies = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b.try_clone(&format!("input {i} of caller {caller}")))
+            .collect::<Result<_, _>>()?;
+        buffers.push((copies, values::outputs(&outputs)?));
+    }
+    buffers.push((inputs, values::outputs(&outputs)?));
 
     let measured = measure::measure(&session, handle, buffers, args.warmup, stop)?;
     let totals = measure::totals(&measured);
