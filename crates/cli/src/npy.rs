@@ -26,6 +26,18 @@ pub enum NpyError {
     /// The file ends before its header or data does.
     #[error("truncated .npy file: {0}")]
     Truncated(String),
+    /// Bytes follow the data the header describes (a concatenated or mislabelled file).
+    #[error(
+        "{} trailing bytes after the data: the header's shape needs {expected} data bytes, \
+         the file has {found}",
+        .found - .expected
+    )]
+    TrailingBytes {
+        /// Data bytes the header's dtype and shape need.
+        expected: usize,
+        /// Data bytes the file has.
+        found: usize,
+    },
     /// The header dict is malformed or lacks a key.
     #[error("bad .npy header: {0}")]
     Header(String),
@@ -173,7 +185,13 @@ pub fn parse(bytes: &[u8]) -> Result<Array<'_>, NpyError> {
         .and_then(|n| n.checked_mul(dtype.size_bytes()))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| NpyError::Header(format!("shape {dims:?} is too large")))?;
-    if data.len() != count {
+    if data.len() > count {
+        return Err(NpyError::TrailingBytes {
+            expected: count,
+            found: data.len(),
+        });
+    }
+    if data.len() < count {
         return Err(NpyError::Truncated(format!(
             "shape {dims:?} of {dtype} needs {count} data bytes, the file has {}",
             data.len()
@@ -306,6 +324,22 @@ mod tests {
             read(&good[..good.len() - 1]),
             Err(NpyError::Truncated(_))
         ));
+        let long = [good.as_slice(), &[0, 0, 0]].concat();
+        assert_eq!(
+            read(&long),
+            Err(NpyError::TrailingBytes {
+                expected: 8,
+                found: 11
+            })
+        );
+        assert_eq!(
+            NpyError::TrailingBytes {
+                expected: 8,
+                found: 11
+            }
+            .to_string(),
+            "3 trailing bytes after the data: the header's shape needs 8 data bytes, the file has 11"
+        );
         assert_eq!(
             read(&patched(&good, "<f4", ">f4")),
             Err(NpyError::Dtype(">f4".into()))

@@ -132,6 +132,25 @@ fn unreadable_files_are_io_errors_and_bad_programs_invalid() {
     let not_npy = format!("x=@{prog}");
     assert_code(&accy(&["run", &prog, "--input", &not_npy]), 3);
 
+    // A file longer than its header says is not "truncated".
+    let mut long = std::fs::read(fixture("f32_3x5.npy")).unwrap();
+    long.extend_from_slice(&[0; 4]);
+    let long_path = dir.join("long.npy");
+    std::fs::write(&long_path, &long).unwrap();
+    let out = accy(&[
+        "run",
+        &prog,
+        "--input",
+        &format!("x=@{}", long_path.display()),
+    ]);
+    assert_code(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains("4 trailing bytes after the data: the header's shape needs 60 data bytes, the file has 64")
+            && !err.contains("truncated"),
+        "{err}"
+    );
+
     let blocker = write(&dir, "file", "");
     let out = accy(&["run", &prog, "--output-dir", &format!("{blocker}/sub")]);
     assert_code(&out, 3);
