@@ -129,3 +129,21 @@ fn help_lists_the_commands_and_exit_codes() {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
 }
+
+#[test]
+fn an_empty_type_with_a_huge_dim_is_refused_without_being_called_large() {
+    let path = scratch("empty_huge.accy");
+    std::fs::write(
+        &path,
+        "program {\n  %x = input \"x\" : f32[0,18446744073709551615]\n  output %x\n}\n",
+    )
+    .unwrap();
+    let out = accy(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("type f32[0,18446744073709551615] holds 0 bytes, but its non-zero dims")
+            && !err.contains("larger than"),
+        "{err}"
+    );
+}
