@@ -48,8 +48,9 @@ this CPU runs, lowered by ACCY_CPU_FEATURES_MAX).";
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse or decode FILE and verify it; prints a one-line summary, or every error with its
-    /// line:column (text) or byte offset (wire).
+    /// Parse or decode FILE and verify it; prints a one-line summary, or the errors: for text,
+    /// each with its FILE:line:column; for wire bytes, a decode error with its byte offset, or
+    /// each verifier error with the instruction it names.
     Check {
         /// Program file (text or wire).
         file: PathBuf,

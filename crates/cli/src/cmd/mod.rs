@@ -132,19 +132,33 @@ pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Resu
         .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
-/// Reads, decodes or parses, and verifies a program file.
+/// Reads, decodes or parses, and verifies a program file. Verifier errors in text input carry
+/// the `file:line:column` of the item they are about.
 pub fn load(file: &Path) -> Result<Program, Failure> {
     let bytes = buffer::read_file(file)?;
     let name = file.display();
-    let program = if bytes.starts_with(&accy_wire::MAGIC) {
-        accy_wire::decode(&bytes).map_err(|e| Failure::Invalid(format!("{name}: {e}")))?
+    let (program, map) = if bytes.starts_with(&accy_wire::MAGIC) {
+        let program =
+            accy_wire::decode(&bytes).map_err(|e| Failure::Invalid(format!("{name}: {e}")))?;
+        (program, None)
     } else {
         let source = std::str::from_utf8(&bytes).map_err(|e| {
             Failure::Invalid(format!("{name}: neither wire bytes nor UTF-8 text ({e})"))
         })?;
-        text::parse(source).map_err(|e| Failure::Invalid(format!("{name}:{e}")))?
+        let (program, map) = text::parse_with_source_map(source)
+            .map_err(|e| Failure::Invalid(format!("{name}:{e}")))?;
+        (program, Some(map))
     };
-    verify(&program).map_err(|e| Failure::Invalid(format!("{name}: {e}")))?;
+    if let Err(errors) = verify(&program) {
+        let mut message = format!("{name}: {} verifier error(s)", errors.0.len());
+        for e in &errors.0 {
+            match map.as_ref().and_then(|m| m.position(e.location)) {
+                Some(at) => message.push_str(&format!("\n  {name}:{}:{}: {e}", at.line, at.column)),
+                None => message.push_str(&format!("\n  {e}")),
+            }
+        }
+        return Err(Failure::Invalid(message));
+    }
     Ok(program)
 }
 
