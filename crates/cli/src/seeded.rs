@@ -114,14 +114,7 @@ mod tests {
 
     #[test]
     fn fill_writes_the_tensor_values_in_place() {
-        for dtype in [
-            DType::F32,
-            DType::F64,
-            DType::I32,
-            DType::I64,
-            DType::U8,
-            DType::Bool,
-        ] {
+        for dtype in DType::ALL {
             let ty = Type::new(dtype, &[3, 5]);
             let mut bytes = vec![0xaa; 15 * dtype.size_bytes() as usize];
             fill(&ty, 9, 4, &mut bytes).unwrap();
