@@ -6,7 +6,9 @@
 mod common;
 
 use accy_artifact::{Command, Region, SlotRole};
-use accy_executable::{prepare_borrowed, run, BindingError, BufferKind, LoadedArtifact, Scratch};
+use accy_executable::{
+    prepare_borrowed, run, BindingError, BufferKind, Inline, LoadedArtifact, Scratch,
+};
 use accy_ir::DType;
 use common::*;
 
@@ -58,7 +60,7 @@ fn bind(
     outputs: &mut [&mut [u8]],
 ) -> Result<(), BindingError> {
     let mut scratch = Scratch::new();
-    prepare_borrowed(loaded, &[input], outputs, &mut scratch).map(|b| run(b).unwrap())
+    prepare_borrowed(loaded, &[input], outputs, &mut scratch, &Inline).map(|b| run(b).unwrap())
 }
 
 #[test]
