@@ -10,6 +10,9 @@
 //! - `bench <compile|invoke|parallel|all> [--quick]`: criterion benchmarks, summarised as a
 //!   table of medians with ratios to the reference each group measures in the same run; table
 //!   benchmarks (`parallel`) print their own.
+//! - `test [--no-emulator] [-- <args>]`: the README's test command: checks for (or, as root,
+//!   installs) the system packages the emulator tests build with, then runs
+//!   `cargo test --workspace --all-features --locked` (see `test.rs`).
 
 #![allow(
     clippy::print_stdout,
@@ -19,6 +22,7 @@
 
 mod bench;
 mod fuzz;
+mod test;
 
 use std::process::ExitCode;
 
@@ -30,6 +34,8 @@ commands:
   fuzz list                              list fuzz targets
   bench <compile|invoke|parallel|all> [--quick]
                                          run benchmarks; print medians and in-run ratios
+  test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
+                                         then cargo test --workspace --all-features --locked
 ";
 
 fn main() -> ExitCode {
@@ -37,6 +43,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("test") => test::test(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -2,18 +2,17 @@
 //!
 //! Exit codes, for scripts: 0 success; 1 the program is invalid (bytes, text or types);
 //! 2 bad command-line usage (including input values that do not fit the program); 3 a file
-//! could not be read or written (including a malformed `.npy` file); 4 the program could not
-//! be compiled or run on this machine.
+//! could not be read or written (including a malformed `.npy` file, and standard output); 4 the
+//! program could not be compiled or run on this machine. A closed pipe on standard output ends
+//! a command quietly with 0.
 
 #![deny(missing_docs)]
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a command-line tool reports on the terminal"
-)]
+// No `println!` / `eprintln!` (the workspace lints refuse them): they panic when the stream
+// cannot be written. Commands print through `cmd::Out`, which reports write errors.
 
 mod cmd;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,7 +27,7 @@ use cmd::TargetName;
 /// magic at the start. Examples live in `examples/`:
 ///
 ///   accy run examples/mlp.accy
-///   accy bench examples/transformer_block.accy --threads 2
+///   accy bench examples/transformer_block.accy --concurrency 2
 ///   accy inspect examples/softmax.accy --target x64-avx2
 #[derive(Parser, Debug)]
 #[command(name = "accy", version, after_help = EXIT_CODES, verbatim_doc_comment)]
@@ -40,15 +39,18 @@ struct Cli {
 const EXIT_CODES: &str = "Exit codes: 0 success, 1 invalid program, 2 usage error (bad \
 arguments, or input values that do not fit the program), 3 I/O error (a file could not be read \
 or written, or is not a valid .npy file), 4 runtime failure (the program could not be compiled, \
-loaded or run on this machine, e.g. the CPU lacks the requested --target).";
+loaded or run on this machine, e.g. the CPU lacks the requested --target, or out of memory: run \
+and bench hold at most 16 GiB of values). When standard output \
+is a pipe whose reader has gone (accy inspect ... | head), the command stops quietly with 0.";
 
 const TARGET_HELP: &str = "Code generator: x64-sse2, x64-avx2 or x64-avx512 (default: the best \
 this CPU runs, lowered by ACCY_CPU_FEATURES_MAX).";
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse or decode FILE and verify it; prints a one-line summary, or every error with its
-    /// line:column (text) or byte offset (wire).
+    /// Parse or decode FILE and verify it; prints a one-line summary, or the errors: for text,
+    /// each with its FILE:line:column; for wire bytes, a decode error with its byte offset, or
+    /// each verifier error with the instruction it names.
     Check {
         /// Program file (text or wire).
         file: PathBuf,
@@ -104,28 +106,32 @@ enum Command {
     /// Time compiling and running FILE on seeded random inputs and weights.
     ///
     /// Reports the median compile time over several compiles (each in a fresh session), the
-    /// latency of one invocation (min, p50, p90, p99), throughput (invocations per second,
-    /// summed over threads), GFLOPS and GB/s. FLOPs count per IR instruction: a dot is
-    /// 2·m·n·k·batch, an elementwise op 1 per result element, a reduce 1 per operand element,
-    /// movement ops 0. GB/s counts input plus output bytes per invocation (weights are shown
-    /// separately). A progress line goes to stderr once a run passes 2 seconds.
+    /// latency of one invocation (min, p50, p90, p99), throughput, GFLOPS and GB/s.
+    /// Throughput counts the timed invocations of all callers over one window, from the first
+    /// caller's start to the last one's end (callers start measuring together, once all have
+    /// warmed up). FLOPs count per IR instruction: a dot is 2·m·n·k·batch, an elementwise op
+    /// 1 per result element, a reduce 1 per operand element, movement ops 0. GB/s counts
+    /// input plus output bytes per invocation (weights are shown separately). When stderr is
+    /// a terminal, a progress line appears once a run passes 2 seconds.
     ///
-    /// Example: accy bench examples/mlp_b64.accy --seconds 5 --threads 2
+    /// Example: accy bench examples/mlp_b64.accy --seconds 5 --concurrency 2
     Bench {
         /// Program file (text or wire).
         file: PathBuf,
-        /// Untimed invocations per thread before measuring.
+        /// Untimed invocations per caller before measuring; with --seconds, warm-up also
+        /// stops once it has taken that long.
         #[arg(long, default_value_t = 3)]
         warmup: u64,
-        /// Timed invocations per thread (default: run for --seconds).
+        /// Timed invocations per caller (default: run for --seconds).
         #[arg(long, conflicts_with = "seconds")]
         iters: Option<u64>,
         /// Seconds to measure for, when --iters is not given [default: 2].
         #[arg(long)]
         seconds: Option<f64>,
-        /// Threads invoking the program at once, each with its own scratch and buffers.
+        /// Callers invoking the program at once (1 to 256), each on its own OS thread with
+        /// its own scratch and buffers.
         #[arg(long, default_value_t = 1)]
-        threads: usize,
+        concurrency: usize,
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -158,9 +164,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = cmd::Out::new();
+    let out = &mut out;
     let result = match cli.command {
-        Command::Check { file } => cmd::check(&file),
-        Command::Compile { file, output, text } => cmd::compile(&file, &output, text),
+        Command::Check { file } => cmd::check(&file, out),
+        Command::Compile { file, output, text } => cmd::compile(&file, &output, text, out),
         Command::Run {
             file,
             inputs,
@@ -169,45 +177,52 @@ fn main() -> ExitCode {
             output_dir,
             target,
             exact,
-        } => cmd::run::run(&cmd::run::RunArgs {
-            file,
-            inputs,
-            weights,
-            seed,
-            output_dir,
-            target,
-            exact,
-        }),
+        } => cmd::run::run(
+            &cmd::run::RunArgs {
+                file,
+                inputs,
+                weights,
+                seed,
+                output_dir,
+                target,
+                exact,
+            },
+            out,
+        ),
         Command::Bench {
             file,
             warmup,
             iters,
             seconds,
-            threads,
+            concurrency,
             seed,
             target,
             exact,
-        } => cmd::bench::bench(&cmd::bench::BenchArgs {
-            file,
-            warmup,
-            iters,
-            seconds,
-            threads,
-            seed,
-            target,
-            exact,
-        }),
+        } => cmd::bench::bench(
+            &cmd::bench::BenchArgs {
+                file,
+                warmup,
+                iters,
+                seconds,
+                concurrency,
+                seed,
+                target,
+                exact,
+            },
+            out,
+        ),
         Command::Inspect {
             file,
             target,
             exact,
             no_disassembly,
-        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly),
+        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly, out),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    match result.and_then(|()| out.flush()) {
+        Ok(()) | Err(cmd::Failure::ClosedPipe) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {}", failure.message());
+            // Nothing is left to report a failing stderr to: ignore it rather than panic.
+            let _ = writeln!(std::io::stderr(), "error: {}", failure.message());
             ExitCode::from(failure.code())
         }
     }

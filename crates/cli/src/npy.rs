@@ -26,6 +26,18 @@ pub enum NpyError {
     /// The file ends before its header or data does.
     #[error("truncated .npy file: {0}")]
     Truncated(String),
+    /// Bytes follow the data the header describes (a concatenated or mislabelled file).
+    #[error(
+        "{} trailing bytes after the data: the header's shape needs {expected} data bytes, \
+         the file has {found}",
+        .found - .expected
+    )]
+    TrailingBytes {
+        /// Data bytes the header's dtype and shape need.
+        expected: usize,
+        /// Data bytes the file has.
+        found: usize,
+    },
     /// The header dict is malformed or lacks a key.
     #[error("bad .npy header: {0}")]
     Header(String),
@@ -76,8 +88,17 @@ fn dtype_of(descr: &str) -> Option<DType> {
 /// written with shape `()`, as numpy writes a 0-d array. Fails only for a dtype `.npy` files
 /// of this module cannot hold.
 pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
-    let descr = descr(tensor.dtype()).ok_or_else(|| NpyError::Dtype(tensor.dtype().to_string()))?;
-    let dims = tensor.dims();
+    let mut out = header(tensor.dtype(), tensor.dims())?;
+    out.extend_from_slice(&tensor.data().to_le_bytes());
+    Ok(out)
+}
+
+/// The header of a `.npy` file (version 1.0, C order) holding an array of `dtype` and `dims`:
+/// followed by the elements' little-endian bytes in row-major order, it is a whole file. For
+/// writing large arrays straight from their buffers, without building the file in memory.
+/// Fails only for a dtype `.npy` files of this module cannot hold.
+pub fn header(dtype: DType, dims: &[u64]) -> Result<Vec<u8>, NpyError> {
+    let descr = descr(dtype).ok_or_else(|| NpyError::Dtype(dtype.to_string()))?;
     let shape = match dims {
         [] => "()".to_owned(),
         [n] => format!("({n},)"),
@@ -91,8 +112,7 @@ pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     let unpadded = MAGIC.len() + 4 + dict.len() + 1;
     let padding = unpadded.next_multiple_of(64) - unpadded;
     let header_len = dict.len() + padding + 1;
-    let data = tensor.data().to_le_bytes();
-    let mut out = Vec::with_capacity(unpadded + padding + data.len());
+    let mut out = Vec::with_capacity(unpadded + padding);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     // A dict of at most 8 dims of u64 is far below 65535 bytes, the v1.0 limit.
@@ -100,13 +120,31 @@ pub fn write(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     out.extend_from_slice(dict.as_bytes());
     out.extend(std::iter::repeat_n(b' ', padding));
     out.push(b'\n');
-    out.extend_from_slice(&data);
     Ok(out)
+}
+
+/// An array in `.npy` bytes, its data not yet copied out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Array<'a> {
+    /// The element type.
+    pub dtype: DType,
+    /// The dims, outermost first.
+    pub dims: Vec<u64>,
+    /// The elements' little-endian bytes in row-major order (bools checked to be 0 or 1).
+    pub data: &'a [u8],
 }
 
 /// The array in `bytes`: its dtype, dims and elements. Trailing bytes after the data are an
 /// error (a truncated or concatenated file should not pass silently).
 pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
+    let array = parse(bytes)?;
+    let elements = TensorData::from_le_bytes(array.dtype, array.data)
+        .ok_or_else(|| NpyError::Truncated("data is not a whole number of elements".into()))?;
+    Tensor::new(&array.dims, elements).map_err(|e| NpyError::Header(e.to_string()))
+}
+
+/// As [`read`], without copying the data: the array's dtype, dims and a view of its bytes.
+pub fn parse(bytes: &[u8]) -> Result<Array<'_>, NpyError> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(NpyError::NotNpy)?;
     let (&[major, minor], rest) = rest
         .split_first_chunk::<2>()
@@ -147,7 +185,13 @@ pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
         .and_then(|n| n.checked_mul(dtype.size_bytes()))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| NpyError::Header(format!("shape {dims:?} is too large")))?;
-    if data.len() != count {
+    if data.len() > count {
+        return Err(NpyError::TrailingBytes {
+            expected: count,
+            found: data.len(),
+        });
+    }
+    if data.len() < count {
         return Err(NpyError::Truncated(format!(
             "shape {dims:?} of {dtype} needs {count} data bytes, the file has {}",
             data.len()
@@ -158,9 +202,7 @@ pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
             return Err(NpyError::BadBool { index, byte });
         }
     }
-    let elements = TensorData::from_le_bytes(dtype, data)
-        .ok_or_else(|| NpyError::Truncated("data is not a whole number of elements".into()))?;
-    Tensor::new(&dims, elements).map_err(|e| NpyError::Header(e.to_string()))
+    Ok(Array { dtype, dims, data })
 }
 
 /// `descr`, `fortran_order` and `shape` of a header dict such as
@@ -282,6 +324,22 @@ mod tests {
             read(&good[..good.len() - 1]),
             Err(NpyError::Truncated(_))
         ));
+        let long = [good.as_slice(), &[0, 0, 0]].concat();
+        assert_eq!(
+            read(&long),
+            Err(NpyError::TrailingBytes {
+                expected: 8,
+                found: 11
+            })
+        );
+        assert_eq!(
+            NpyError::TrailingBytes {
+                expected: 8,
+                found: 11
+            }
+            .to_string(),
+            "3 trailing bytes after the data: the header's shape needs 8 data bytes, the file has 11"
+        );
         assert_eq!(
             read(&patched(&good, "<f4", ">f4")),
             Err(NpyError::Dtype(">f4".into()))

@@ -38,20 +38,38 @@ impl SplitMix64 {
 /// program's parameters, inputs and weights together) under `seed`. `None` if the type has
 /// more elements than this machine can hold or a dtype this module does not know.
 pub fn tensor(ty: &Type, seed: u64, param: usize) -> Option<Tensor> {
-    let n = usize::try_from(ty.element_count()?).ok()?;
+    let mut bytes = vec![0; usize::try_from(ty.byte_size()?).ok()?];
+    fill(ty, seed, param, &mut bytes)?;
+    Tensor::new(&ty.dims, TensorData::from_le_bytes(ty.dtype, &bytes)?).ok()
+}
+
+/// Writes the values [`tensor`] gives into `out`, little-endian, without allocating. `None`
+/// (and `out` unchanged) if `out` is not exactly `ty`'s byte size or the dtype is one this
+/// module does not know.
+pub fn fill(ty: &Type, seed: u64, param: usize, out: &mut [u8]) -> Option<()> {
+    if u64::try_from(out.len()).ok() != ty.byte_size() {
+        return None;
+    }
     // Each parameter gets its own stream: mixing the index in through one SplitMix step keeps
     // streams of neighbouring parameters (and seeds) unrelated.
     let mut rng = SplitMix64(SplitMix64(seed ^ (param as u64).rotate_left(32)).next());
-    let data = match ty.dtype {
-        DType::F32 => TensorData::F32((0..n).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect()),
-        DType::F64 => TensorData::F64((0..n).map(|_| rng.unit() * 2.0 - 1.0).collect()),
-        DType::I32 => TensorData::I32((0..n).map(|_| rng.small_int() as i32).collect()),
-        DType::I64 => TensorData::I64((0..n).map(|_| rng.small_int()).collect()),
-        DType::U8 => TensorData::U8((0..n).map(|_| rng.next() as u8).collect()),
-        DType::Bool => TensorData::Bool((0..n).map(|_| rng.next() >> 63 == 1).collect()),
+    match ty.dtype {
+        DType::F32 => fill_with(out, || ((rng.unit() * 2.0 - 1.0) as f32).to_le_bytes()),
+        DType::F64 => fill_with(out, || (rng.unit() * 2.0 - 1.0).to_le_bytes()),
+        DType::I32 => fill_with(out, || (rng.small_int() as i32).to_le_bytes()),
+        DType::I64 => fill_with(out, || rng.small_int().to_le_bytes()),
+        DType::U8 => fill_with(out, || [rng.next() as u8]),
+        DType::Bool => fill_with(out, || [u8::from(rng.next() >> 63 == 1)]),
         _ => return None,
-    };
-    Tensor::new(&ty.dims, data).ok()
+    }
+    Some(())
+}
+
+/// Fills `out` with consecutive `N`-byte values from `next`.
+fn fill_with<const N: usize>(out: &mut [u8], mut next: impl FnMut() -> [u8; N]) {
+    for element in out.chunks_exact_mut(N) {
+        element.copy_from_slice(&next());
+    }
 }
 
 /// Random values for every parameter of `program`, in parameter order (the order
@@ -92,5 +110,17 @@ mod tests {
         };
         let trues = v.iter().filter(|&&b| b).count();
         assert!((60..140).contains(&trues), "{trues}");
+    }
+
+    #[test]
+    fn fill_writes_the_tensor_values_in_place() {
+        for dtype in DType::ALL {
+            let ty = Type::new(dtype, &[3, 5]);
+            let mut bytes = vec![0xaa; 15 * dtype.size_bytes() as usize];
+            fill(&ty, 9, 4, &mut bytes).unwrap();
+            let expected = tensor(&ty, 9, 4).unwrap();
+            assert_eq!(bytes, expected.data().to_le_bytes(), "{dtype}");
+            assert_eq!(fill(&ty, 9, 4, &mut bytes[1..]), None);
+        }
     }
 }

@@ -86,6 +86,25 @@ fn a_type_error_names_the_instruction() {
     let err = stderr(&out);
     assert!(err.contains("%1 = exp %0 : f32[3]"), "{err}");
     assert!(err.contains("declared type f32[3]"), "{err}");
+    // Each verifier error points at its line and column, as `accy check --help` promises.
+    assert!(
+        err.contains("ill_typed.accy:3:3: `%1 = exp %0 : f32[3]`: "),
+        "{err}"
+    );
+    let two = scratch("two_errors.accy");
+    std::fs::write(
+        &two,
+        "program {\n  %x = input \"x\" : f32[2]\n  %y = exp %x : f32[3]\n\
+         \t%z = neg %x : i32[2]\n  output %z\n}\n",
+    )
+    .unwrap();
+    let err = stderr(&accy(&["check", two.to_str().unwrap()]));
+    assert!(
+        err.contains("2 verifier error(s)")
+            && err.contains("two_errors.accy:3:3: `%1 = exp")
+            && err.contains("two_errors.accy:4:2: `%2 = neg"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -128,4 +147,22 @@ fn help_lists_the_commands_and_exit_codes() {
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
+}
+
+#[test]
+fn an_empty_type_with_a_huge_dim_is_refused_without_being_called_large() {
+    let path = scratch("empty_huge.accy");
+    std::fs::write(
+        &path,
+        "program {\n  %x = input \"x\" : f32[0,18446744073709551615]\n  output %x\n}\n",
+    )
+    .unwrap();
+    let out = accy(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("type f32[0,18446744073709551615] holds 0 bytes, but its non-zero dims")
+            && !err.contains("larger than"),
+        "{err}"
+    );
 }

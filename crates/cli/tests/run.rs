@@ -132,6 +132,25 @@ fn unreadable_files_are_io_errors_and_bad_programs_invalid() {
     let not_npy = format!("x=@{prog}");
     assert_code(&accy(&["run", &prog, "--input", &not_npy]), 3);
 
+    // A file longer than its header says is not "truncated".
+    let mut long = std::fs::read(fixture("f32_3x5.npy")).unwrap();
+    long.extend_from_slice(&[0; 4]);
+    let long_path = dir.join("long.npy");
+    std::fs::write(&long_path, &long).unwrap();
+    let out = accy(&[
+        "run",
+        &prog,
+        "--input",
+        &format!("x=@{}", long_path.display()),
+    ]);
+    assert_code(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains("4 trailing bytes after the data: the header's shape needs 60 data bytes, the file has 64")
+            && !err.contains("truncated"),
+        "{err}"
+    );
+
     let blocker = write(&dir, "file", "");
     let out = accy(&["run", &prog, "--output-dir", &format!("{blocker}/sub")]);
     assert_code(&out, 3);
@@ -159,4 +178,39 @@ fn targets_and_runtime_failures_have_their_own_codes() {
     let out = accy_env(&["run", &prog], &[("ACCY_CPU_FEATURES_MAX", "bogus")]);
     assert_code(&out, 4);
     assert!(stderr(&out).contains("bogus"), "{}", stderr(&out));
+}
+
+#[test]
+fn extreme_slice_strides_and_pad_offsets_run_like_the_interpreter() {
+    // `accy check` accepts these, so `accy run` must run them: a stride of u64::MAX on a
+    // result dim of extent 1, pad offsets of ±2^63 that leave nothing of the operand, and an
+    // interior gap of 2^63 - 1 that leaves one element per axis.
+    let programs = [
+        "program {\n  %x = input \"x\" : f32[3,4]\n  \
+         %y = slice %x, start=[1,0], limit=[3,4], stride=[18446744073709551615,1] : f32[1,4]\n  \
+         output %y\n}\n",
+        "program {\n  %x = input \"x\" : f32[3]\n  %v = input \"v\" : f32[]\n  \
+         %y = pad %x, %v, low=[-9223372036854775808], high=[9223372036854775807], \
+         interior=[0] : f32[2]\n  \
+         %z = pad %x, %v, low=[9223372036854775807], high=[-9223372036854775807], \
+         interior=[0] : f32[3]\n  output %y\n  output %z\n}\n",
+        "program {\n  %x = input \"x\" : f32[2,3]\n  %v = input \"v\" : f32[]\n  \
+         %y = pad %x, %v, low=[-9223372036854775808,0], high=[-9223372036854775807,0], \
+         interior=[18446744073709551615,0] : f32[2,3]\n  \
+         %z = pad %x, %v, low=[0,0], high=[-9223372036854775807,0], \
+         interior=[9223372036854775807,0] : f32[2,3]\n  output %y\n  output %z\n}\n",
+    ];
+    let dir = scratch_dir("run-extremes");
+    for (n, source) in programs.iter().enumerate() {
+        let prog = write(&dir, &format!("p{n}.accy"), source);
+        let out_dir = dir.join(format!("out{n}"));
+        let out = accy(&["run", &prog, "--output-dir", out_dir.to_str().unwrap()]);
+        assert_code(&out, 0);
+        let p = accy_ir::text::parse(source).unwrap();
+        let expected = interp::eval(&p, &accy_cli::seeded::params(&p, 0).unwrap()).unwrap();
+        let got: Vec<Tensor> = (0..expected.len())
+            .map(|i| read_npy(&out_dir.join(format!("out{i}.npy"))))
+            .collect();
+        assert_eq!(got, expected, "{source}");
+    }
 }

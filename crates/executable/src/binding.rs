@@ -12,10 +12,11 @@
 //! input and output counts; each buffer's exact byte size; each non-empty buffer's address a
 //! multiple of its slot's alignment (the element's natural alignment — generated code uses
 //! unaligned vector loads, so nothing more is required); no output sharing a byte with an
-//! input or with another output (address ranges compared; empty buffers share nothing).
+//! input or with another output (address ranges compared, sorted when there are many, in
+//! `overlap.rs`; empty buffers share nothing).
 //!
 //! After the first run of an artifact, preparing allocates nothing: [`Scratch`] keeps its
-//! memory and its pointer tables between runs and grows only when a larger plan needs it.
+//! memory and its pointer and range tables between runs and grows only when a larger plan needs it.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -25,6 +26,7 @@ use accy_artifact::SlotId;
 
 use crate::aligned::AlignedBytes;
 use crate::loaded::{LoadedArtifact, SlotSource, Span};
+use crate::overlap::{self, Extent};
 use crate::pool::Executor;
 
 /// The alignment of the worker-scratch block (and so of every worker's slice, whose stride is
@@ -139,6 +141,8 @@ pub struct Scratch {
     pub(crate) bases: Vec<*mut u8>,
     /// Address of each dispatch binding of the artifact last bound, in plan order.
     pub(crate) binding_ptrs: Vec<*mut u8>,
+    /// The caller buffers' address ranges, for the sorted overlap check (`overlap.rs`).
+    extents: Vec<Extent>,
 }
 
 // SAFETY: the raw pointers are only a reusable table: they are written by `prepare_borrowed`
@@ -165,6 +169,7 @@ impl fmt::Debug for Scratch {
             .field("worker_bytes", &self.workers.len())
             .field("slot_capacity", &self.bases.capacity())
             .field("binding_capacity", &self.binding_ptrs.capacity())
+            .field("buffer_capacity", &self.extents.capacity())
             .finish()
     }
 }
@@ -177,6 +182,7 @@ impl Scratch {
             workers: AlignedBytes::empty(),
             bases: Vec::new(),
             binding_ptrs: Vec::new(),
+            extents: Vec::new(),
         }
     }
 
@@ -229,6 +235,10 @@ impl Scratch {
         self.bases.reserve(loaded.sources.len());
         self.binding_ptrs.clear();
         self.binding_ptrs.reserve(loaded.binding_spans.len());
+        let summary = loaded.summary();
+        self.extents.clear();
+        self.extents
+            .reserve(summary.inputs.len() + summary.outputs.len());
         Ok(())
     }
 
@@ -292,17 +302,6 @@ impl<'a> Bindings<'a> {
             .get(slot.index())
             .map(|&p| p.cast_const())
     }
-}
-
-/// The address range `start..end` of a buffer.
-fn range_of(buffer: &[u8]) -> (usize, usize) {
-    let start = buffer.as_ptr() as usize;
-    (start, start + buffer.len())
-}
-
-/// Whether two non-empty address ranges share a byte.
-fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
-    a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
 }
 
 /// Checks one buffer's size and alignment against its slot's summary.
@@ -378,28 +377,8 @@ pub fn prepare_borrowed<'a>(
     }
     for (index, (&slot, output)) in summary.outputs.iter().zip(outputs.iter()).enumerate() {
         check_buffer(loaded, BufferKind::Output, index, slot, output)?;
-        let output_range = range_of(output);
-        let clash = inputs
-            .iter()
-            .map(|b| (BufferKind::Input, range_of(b)))
-            .enumerate()
-            .chain(
-                outputs[..index]
-                    .iter()
-                    .map(|b| (BufferKind::Output, range_of(b)))
-                    .enumerate(),
-            )
-            .find(|(_, (_, range))| overlaps(output_range, *range));
-        if let Some((other, (other_kind, other_range))) = clash {
-            return Err(BindingError::Overlap {
-                output: index,
-                output_range,
-                other_kind,
-                other,
-                other_range,
-            });
-        }
     }
+    overlap::check(inputs, outputs, &mut scratch.extents)?;
 
     scratch.reserve_for(loaded, executor.workers())?;
     let scratch_base = scratch.memory.as_mut_ptr();

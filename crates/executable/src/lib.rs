@@ -67,6 +67,7 @@ pub mod fpenv;
 pub mod guard;
 pub mod imports;
 pub mod loaded;
+mod overlap;
 pub mod pool;
 mod run;
 mod sys;

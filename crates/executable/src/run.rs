@@ -57,6 +57,22 @@ pub enum LaunchError {
         /// another ABI version).
         status: u32,
     },
+    /// A dispatch has more bindings or scalars than the ABI's 32-bit counts hold (a loader
+    /// bug: validation bounds both far lower).
+    #[error(
+        "command {command}: kernel {kernel} has {bindings} bindings and {scalars} scalars, more \
+         than the dispatch ABI's 32-bit counts hold"
+    )]
+    TooManyArguments {
+        /// The command's index in the launch plan.
+        command: usize,
+        /// The kernel's index.
+        kernel: usize,
+        /// Its binding count.
+        bindings: usize,
+        /// Its scalar count.
+        scalars: usize,
+    },
     /// A kernel's entry point could not be found in the published code (a loader bug: load
     /// checks every entry).
     #[error("command {command}: kernel {kernel} has no callable entry: {source}")]
@@ -212,14 +228,21 @@ fn dispatch(
         .code()
         .ok_or_else(|| no_entry(CodeMemoryError::Empty))?;
     let entry = code.entry(entry).map_err(no_entry)?;
-    // Validation bounds both counts by `MAX_BINDINGS` / `MAX_SCALARS` (256), so they fit.
+    // Validation bounds both counts by `MAX_BINDINGS` / `MAX_SCALARS` (256); checked anyway.
+    let (binding_count, scalar_count) =
+        abi_counts(binding_ptrs.len(), scalars.len()).ok_or(LaunchError::TooManyArguments {
+            command,
+            kernel,
+            bindings: binding_ptrs.len(),
+            scalars: scalars.len(),
+        })?;
     let state = SharedState(DispatchState {
         abi_version: abi::ABI_VERSION,
-        binding_count: binding_ptrs.len() as u32,
+        binding_count,
         bindings: binding_ptrs.as_ptr(),
         binding_lengths: binding_lengths.as_ptr(),
         scalars: scalars.as_ptr(),
-        scalar_count: scalars.len() as u32,
+        scalar_count,
         workgroup_count: workgroups,
         imports: IMPORT_TABLE.as_ptr(),
         worker_scratch: workers.base,
@@ -282,6 +305,11 @@ fn call(entry: CodeEntry<'_>, state: &SharedState, workgroup: u32, worker: u32) 
     unsafe { entry.call::<Kernel>((&state.0, workgroup, worker)) }
 }
 
+/// The binding and scalar counts as the ABI's `u32`s, if both fit.
+fn abi_counts(bindings: usize, scalars: usize) -> Option<(u32, u32)> {
+    Some((u32::try_from(bindings).ok()?, u32::try_from(scalars).ok()?))
+}
+
 impl LoadedArtifact {
     /// Binds `inputs` and `outputs` ([`prepare_borrowed`]) and runs the plan ([`run`]) on the
     /// calling thread alone.
@@ -305,5 +333,30 @@ impl LoadedArtifact {
         let bindings = prepare_borrowed(self, inputs, outputs, scratch, executor)?;
         run(bindings)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn counts_beyond_u32_are_refused_not_truncated() {
+        assert_eq!(abi_counts(3, 256), Some((3, 256)));
+        let over = u32::MAX as usize + 1;
+        assert_eq!(abi_counts(over, 0), None);
+        assert_eq!(abi_counts(0, over), None);
+        assert_eq!(
+            LaunchError::TooManyArguments {
+                command: 2,
+                kernel: 1,
+                bindings: over,
+                scalars: 0
+            }
+            .to_string(),
+            "command 2: kernel 1 has 4294967296 bindings and 0 scalars, more than the dispatch \
+             ABI's 32-bit counts hold"
+        );
     }
 }

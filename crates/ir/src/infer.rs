@@ -18,7 +18,8 @@ const MAX_BYTES: u64 = i64::MAX as u64;
 /// Checks that a type can exist: rank ≤ [`MAX_RANK`], and the product of its non-zero dims
 /// times the element size fits in `isize`. Ignoring zero dims makes the rule independent of
 /// axis order (a transpose of a valid type is valid) and keeps every row-major stride of a
-/// valid type within `i64`, even for an empty tensor.
+/// valid type within `i64`, even for an empty tensor — which holds 0 bytes, so its error
+/// says so rather than calling it large.
 pub(crate) fn check_type(ty: &Type) -> Result<(), TypeError> {
     if ty.rank() > MAX_RANK {
         bail!("rank {} exceeds the maximum of {MAX_RANK}", ty.rank());
@@ -30,6 +31,11 @@ pub(crate) fn check_type(ty: &Type) -> Result<(), TypeError> {
         .try_fold(ty.dtype.size_bytes(), |acc, &d| acc.checked_mul(d));
     match extent {
         Some(b) if b <= MAX_BYTES => Ok(()),
+        _ if ty.dims.contains(&0) => bail!(
+            "type {ty} holds 0 bytes, but its non-zero dims alone would need more than \
+             {MAX_BYTES} bytes (the dims of an empty type must fit as if it were not empty, so \
+             its strides fit i64)"
+        ),
         _ => bail!("type {ty} is larger than {MAX_BYTES} bytes"),
     }
 }

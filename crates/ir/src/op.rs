@@ -13,7 +13,10 @@
 //!   all NaNs alike. Approximated functions (`exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`,
 //!   `cos`, `pow`) are correct to within the ULP bounds stated by the differential tests;
 //!   the interpreter uses the host's math library (and `libm` for `erf`).
-//! - **Zero-size tensors** are legal operands and results of every op.
+//! - **Zero-size tensors** are legal operands and results of every op. A zero-size tensor
+//!   holds 0 bytes whatever its other dims, but those dims obey the same size rule as any
+//!   type's: the product of a type's non-zero dims times the element size must fit `isize`
+//!   (so `f32[0,4]` is valid and `f32[0,18446744073709551615]` is not).
 
 use std::fmt;
 

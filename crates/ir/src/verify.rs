@@ -3,7 +3,9 @@
 //! Verification guarantees that lowering and interpreting the program cannot crash or index out
 //! of bounds; it does not judge whether the program computes anything useful. It checks:
 //!
-//! 1. every parameter's type has rank ≤ [`crate::MAX_RANK`] and a byte size that fits `isize`;
+//! 1. every parameter's type has rank ≤ [`crate::MAX_RANK`] and non-zero dims whose product
+//!    times the element size fits `isize` (also when another dim is 0 and the type holds 0
+//!    bytes, so the strides of every valid type fit `i64`);
 //! 2. every parameter name is 1–255 bytes of `[A-Za-z0-9_.:/-]`, unique among its kind;
 //! 3. every operand names a value defined before the instruction that reads it (SSA order);
 //! 4. every instruction's declared type equals the type its op's rule gives

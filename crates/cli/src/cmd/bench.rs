@@ -1,34 +1,33 @@
-//! `accy bench`: compile time, invocation latency percentiles, throughput across threads,
-//! GFLOPS and GB/s of one program on seeded random data.
+//! `accy bench`: compile time, invocation latency percentiles, throughput of concurrent
+//! callers, GFLOPS and GB/s of one program on seeded random data.
 
-use std::io::Write;
+mod measure;
+
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use accy_cli::work;
-use accy_session::{Handle, Scratch, Session};
+use accy_session::Session;
 
-use super::{Buffer, Failure, TargetName};
+use super::{values, Failure, TargetName};
+use measure::{Stop, Totals};
 
 /// Compiles timed for the compile-time median (fewer if they take long; see `compile_times`).
 const COMPILES: usize = 7;
-/// Runs longer than this get a progress line on stderr.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 
 /// The arguments of `accy bench`.
 #[derive(Debug)]
 pub struct BenchArgs {
     /// Program file.
     pub file: PathBuf,
-    /// Untimed invocations per thread.
+    /// Untimed invocations per caller (fewer if they take longer than `seconds`).
     pub warmup: u64,
-    /// Timed invocations per thread, if fixed.
+    /// Timed invocations per caller, if fixed.
     pub iters: Option<u64>,
     /// Seconds to measure for when `iters` is `None` (default 2).
     pub seconds: Option<f64>,
-    /// Threads invoking at once.
-    pub threads: usize,
+    /// Callers invoking the program at once.
+    pub concurrency: usize,
     /// Seed of the random inputs and weights.
     pub seed: u64,
     /// Code generator; the host's best when `None`.
@@ -37,21 +36,15 @@ pub struct BenchArgs {
     pub exact: bool,
 }
 
-/// The most threads `bench` starts (each copies the program's buffers).
-const MAX_THREADS: usize = 256;
-
-/// When each thread stops measuring.
-#[derive(Clone, Copy, Debug)]
-enum Stop {
-    Iterations(u64),
-    Deadline(Duration),
-}
+/// The most callers `bench` starts (each has its own copy of the program's buffers).
+const MAX_CALLERS: usize = 256;
 
 /// `accy bench`: measures and prints compile time, latency, throughput and work rates.
-pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
-    if args.threads == 0 || args.threads > MAX_THREADS {
+pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
+    if args.concurrency == 0 || args.concurrency > MAX_CALLERS {
         return Err(Failure::Usage(format!(
-            "--threads must be between 1 and {MAX_THREADS}"
+            "--concurrency must be between 1 and {MAX_CALLERS}, not {}",
+            args.concurrency
         )));
     }
     let stop = match (args.iters, args.seconds) {
@@ -65,8 +58,9 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         (None, s) => Stop::Deadline(Duration::from_secs_f64(s.unwrap_or(2.0))),
     };
     let program = super::load(&args.file)?;
-    let (values, _) = super::arguments(&program, &[], &[], args.seed)?;
-    let weights = super::weights(&program, &values)?;
+    let callers = args.concurrency as u64;
+    let (values, _) = values::arguments(&program, &[], &[], args.seed, callers)?;
+    let weights = values::weights(&program, &values)?;
     let wire = accy_wire::encode(&program);
 
     let compile = compile_times(args, &wire, &weights)?;
@@ -77,43 +71,24 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let outputs = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    let inputs = super::input_values(&program, &values);
-
-    let done = AtomicU64::new(0);
-    let finished = AtomicUsize::new(0);
-    let started = Instant::now();
-    let results: Vec<Result<Measured, Failure>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..args.threads)
-            .map(|_| {
-                let (ins, outs) = super::buffers(&inputs, &outputs);
-                let (session, done, finished) = (&session, &done, &finished);
-                scope.spawn(move || {
-                    let r = worker(session, handle, ins, outs, args.warmup, stop, done);
-                    finished.fetch_add(1, Ordering::Release);
-                    r
-                })
-            })
-            .collect();
-        progress(&started, stop, args.threads, &done, &finished);
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Failure::Runtime("a bench thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut latencies = Vec::new();
-    let (mut rate, mut wall) = (0.0, Duration::ZERO);
-    for r in results {
-        let measured = r?;
-        // Threads measure concurrently, so their rates add up.
-        rate += measured.latencies.len() as f64 / measured.elapsed.as_secs_f64().max(1e-9);
-        wall = wall.max(measured.elapsed);
-        latencies.extend(measured.latencies);
+    // The session holds the weights now: keep only the inputs, for the first caller, and
+    // copy them for the others.
+    let inputs = values::into_inputs(&program, values);
+    let mut buffers = Vec::with_capacity(args.concurrency);
+    for caller in 1..args.concurrency {
+        let copies = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b.try_clone(&format!("input {i} of caller {caller}")))
+            .collect::<Result<_, _>>()?;
+        buffers.push((copies, values::outputs(&outputs)?));
     }
-    report(args, &session, &program, &compile, latencies, rate, wall);
-    Ok(())
+    buffers.push((inputs, values::outputs(&outputs)?));
+
+    let measured = measure::measure(&session, handle, buffers, args.warmup, stop)?;
+    let totals = measure::totals(&measured);
+    let latencies = measured.into_iter().flat_map(|m| m.latencies).collect();
+    report(args, &session, &program, &compile, latencies, &totals, out)
 }
 
 /// Compile times in nanoseconds, each compile in a fresh session (so nothing is cached),
@@ -143,150 +118,70 @@ fn compile_times(
     Ok(times)
 }
 
-/// What one thread measured.
-#[derive(Debug)]
-struct Measured {
-    /// Each timed invocation's latency in nanoseconds.
-    latencies: Vec<u64>,
-    /// From the first timed invocation's start to the last one's end (warmup excluded).
-    elapsed: Duration,
-}
-
-/// One thread's measurement, with its own scratch and buffers.
-fn worker(
-    session: &Session,
-    handle: Handle,
-    ins: Vec<Buffer>,
-    mut outs: Vec<Buffer>,
-    warmup: u64,
-    stop: Stop,
-    done: &AtomicU64,
-) -> Result<Measured, Failure> {
-    let mut scratch = Scratch::new();
-    let ins: Vec<&[u8]> = ins.iter().map(Buffer::bytes).collect();
-    let mut outs: Vec<&mut [u8]> = outs.iter_mut().map(Buffer::bytes_mut).collect();
-    for _ in 0..warmup {
-        session
-            .invoke(handle, &mut scratch, &ins, &mut outs)
-            .map_err(|e| Failure::session("run", &e))?;
-    }
-    let mut latencies = Vec::with_capacity(match stop {
-        Stop::Iterations(n) => usize::try_from(n).unwrap_or(0).min(1 << 24),
-        Stop::Deadline(_) => 1 << 12,
-    });
-    let start = Instant::now();
-    loop {
-        let t = Instant::now();
-        session
-            .invoke(handle, &mut scratch, &ins, &mut outs)
-            .map_err(|e| Failure::session("run", &e))?;
-        let end = Instant::now();
-        latencies.push(nanos(end - t));
-        done.fetch_add(1, Ordering::Relaxed);
-        let more = match stop {
-            Stop::Iterations(n) => (latencies.len() as u64) < n,
-            Stop::Deadline(d) => end - start < d,
-        };
-        if !more {
-            return Ok(Measured {
-                latencies,
-                elapsed: end - start,
-            });
-        }
-    }
-}
-
-/// Waits for the workers, printing a progress line on stderr once the run passes
-/// [`PROGRESS_AFTER`]; the line is overwritten in place and ended when the run ends.
-fn progress(
-    started: &Instant,
-    stop: Stop,
-    threads: usize,
-    done: &AtomicU64,
-    finished: &AtomicUsize,
-) {
-    let mut shown = false;
-    let mut stderr = std::io::stderr();
-    while finished.load(Ordering::Acquire) < threads {
-        std::thread::sleep(Duration::from_millis(50));
-        let elapsed = started.elapsed();
-        if elapsed < PROGRESS_AFTER {
-            continue;
-        }
-        let goal = match stop {
-            Stop::Iterations(n) => format!(" of {}", n.saturating_mul(threads as u64)),
-            Stop::Deadline(d) => format!(" ({:.0} s planned)", d.as_secs_f64()),
-        };
-        // Progress is best effort: a closed stderr must not fail the benchmark.
-        let _ = write!(
-            stderr,
-            "\rbench: {:.1} s, {} invocations{goal}   ",
-            elapsed.as_secs_f64(),
-            done.load(Ordering::Relaxed)
-        );
-        let _ = stderr.flush();
-        shown = true;
-    }
-    if shown {
-        let _ = writeln!(stderr);
-    }
-}
-
 fn report(
     args: &BenchArgs,
     session: &Session,
     program: &accy_ir::Program,
     compile: &[u64],
     mut latencies: Vec<u64>,
-    per_second: f64,
-    wall: Duration,
-) {
+    totals: &Totals,
+    out: &mut super::Out,
+) -> Result<(), Failure> {
     latencies.sort_unstable();
-    let count = latencies.len() as u64;
+    let per_second = totals.per_second;
     let work = work::of(program);
-    let threads = match args.threads {
-        1 => "1 thread".to_owned(),
-        n => format!("{n} threads"),
+    let callers = match args.concurrency {
+        1 => "1 caller".to_owned(),
+        n => format!("{n} concurrent callers"),
     };
-    println!(
-        "{}: {} on {threads}{}",
+    writeln!(
+        out,
+        "{}: {} with {callers}{}",
         args.file.display(),
         session.target_name(),
         if args.exact { ", exact float sums" } else { "" }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "compile     median {} (min {}, max {}; {} compiles, fresh session each)",
         time(percentile(compile, 50.0)),
         time(compile.first().copied().unwrap_or(0)),
         time(compile.last().copied().unwrap_or(0)),
         compile.len()
-    );
-    println!(
-        "latency     min {}  p50 {}  p90 {}  p99 {}  ({count} invocations, {} warmup each)",
+    )?;
+    writeln!(
+        out,
+        "latency     min {}  p50 {}  p90 {}  p99 {}  ({} invocations after {} warm-up)",
         time(latencies.first().copied().unwrap_or(0)),
         time(percentile(&latencies, 50.0)),
         time(percentile(&latencies, 90.0)),
         time(percentile(&latencies, 99.0)),
-        args.warmup
-    );
-    println!(
-        "throughput  {per_second:.1} invocations/s (measured over {:.2} s)",
-        wall.as_secs_f64()
-    );
+        totals.invocations,
+        totals.warmups
+    )?;
+    writeln!(
+        out,
+        "throughput  {per_second:.1} invocations/s ({} invocations in {:.6} s, from the first \
+         caller's start to the last one's end)",
+        totals.invocations,
+        totals.window.as_secs_f64()
+    )?;
     if work.flops > 0 {
-        println!(
+        writeln!(
+            out,
             "compute     {} per invocation, {:.3} GFLOPS",
             si(work.flops as f64, "FLOP"),
             work.flops as f64 * per_second / 1e9
-        );
+        )?;
     }
     let io = work.input_bytes.saturating_add(work.output_bytes);
-    println!(
+    writeln!(
+        out,
         "memory      {} in+out per invocation, {:.3} GB/s; weights {} resident",
         si(io as f64, "B"),
         io as f64 * per_second / 1e9,
         si(work.weight_bytes as f64, "B")
-    );
+    )
 }
 
 /// The `p`th percentile (nearest rank) of sorted `values`.
@@ -298,6 +193,7 @@ fn percentile(values: &[u64], p: f64) -> u64 {
     values[rank.clamp(1, values.len()) - 1]
 }
 
+/// `d` in whole nanoseconds, saturating.
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -24,6 +24,7 @@ pub fn inspect(
     target: Option<TargetName>,
     exact: bool,
     disassemble: bool,
+    out: &mut super::Out,
 ) -> Result<(), Failure> {
     let program = super::load(file)?;
     let target: Box<dyn Target> = match target {
@@ -37,17 +38,14 @@ pub fn inspect(
     let options = Options::default().with_reassociate(!exact);
     let compiled = accy_lower::compile_detailed(&program, target.as_ref(), &options)
         .map_err(|e| Failure::Runtime(format!("compiling {}: {e}", file.display())))?;
-    print!(
-        "{}",
-        render(
-            file,
-            target.name(),
-            &compiled.artifact,
-            &compiled.kernels,
-            disassemble
-        )
+    let text = render(
+        file,
+        target.name(),
+        &compiled.artifact,
+        &compiled.kernels,
+        disassemble,
     );
-    Ok(())
+    out.bytes(text.as_bytes())
 }
 
 fn render(

@@ -1,12 +1,14 @@
 //! `accy run`: compile a program for this CPU, run it once on given or seeded values, and
 //! report (and optionally save) its outputs.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use accy_cli::{npy, summary};
-use accy_session::Scratch;
+use accy_session::{Descriptor, Scratch};
 
-use super::{Failure, Source, TargetName};
+use super::values::{self, Source};
+use super::{Failure, TargetName};
 
 /// How many leading values of each output the summary shows.
 const SHOWN: usize = 8;
@@ -31,15 +33,16 @@ pub struct RunArgs {
 }
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
+pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
     let program = super::load(&args.file)?;
-    let (values, sources) = super::arguments(&program, &args.inputs, &args.weights, args.seed)?;
+    let (values, sources) = values::arguments(&program, &args.inputs, &args.weights, args.seed, 1)?;
     let session = super::session(args.target, args.exact)?;
-    let weights = super::weights(&program, &values)?;
+    let weights = values::weights(&program, &values)?;
     let handle = session
         .compile_program_with_weights(&program, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
-    println!(
+    writeln!(
+        out,
         "{}: compiled for {}{}",
         args.file.display(),
         session.target_name(),
@@ -48,8 +51,8 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         } else {
             ""
         }
-    );
-    for ((param, value), source) in program.params.iter().zip(&values).zip(&sources) {
+    )?;
+    for (param, source) in program.params.iter().zip(&sources) {
         let kind = match param.kind {
             accy_ir::ParamKind::Input => "input",
             _ => "weight",
@@ -59,14 +62,15 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             Source::File(path) => format!("from {path}"),
             Source::Literal => "literal".to_owned(),
         };
-        println!("{kind} {:?}: {} {from}", param.name, value.ty());
+        writeln!(out, "{kind} {:?}: {} {from}", param.name, param.ty)?;
     }
 
     let descriptors = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    let inputs = super::input_values(&program, &values);
-    let (ins, mut outs) = super::buffers(&inputs, &descriptors);
+    // The session holds the weights now: keep only the inputs.
+    let ins = values::into_inputs(&program, values);
+    let mut outs = values::outputs(&descriptors)?;
     let mut scratch = Scratch::new();
     super::invoke(&session, handle, &mut scratch, &ins, &mut outs)
         .map_err(|e| Failure::session("run", &e))?;
@@ -76,16 +80,35 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Io(format!("creating {}: {e}", dir.display())))?;
     }
     for (i, (d, buffer)) in descriptors.iter().zip(&outs).enumerate() {
-        let tensor = super::output_tensor(d, buffer)?;
-        println!("output {i}: {}", summary::summarize(&tensor, SHOWN));
+        let bytes = buffer.bytes();
+        writeln!(
+            out,
+            "output {i}: {}",
+            summary::summarize(d.dtype, &d.dims, bytes, SHOWN)
+        )?;
         if let Some(dir) = &args.output_dir {
             let path = dir.join(format!("out{i}.npy"));
-            let bytes =
-                npy::write(&tensor).map_err(|e| Failure::Runtime(format!("output {i}: {e}")))?;
-            std::fs::write(&path, bytes)
-                .map_err(|e| Failure::Io(format!("writing {}: {e}", path.display())))?;
-            println!("  wrote {}", path.display());
+            write_npy(&path, d, bytes).map_err(|e| match e {
+                NpyWrite::Npy(e) => Failure::Runtime(format!("output {i}: {e}")),
+                NpyWrite::Io(e) => Failure::Io(format!("writing {}: {e}", path.display())),
+            })?;
+            writeln!(out, "  wrote {}", path.display())?;
         }
     }
     Ok(())
+}
+
+/// Why an output could not be written.
+enum NpyWrite {
+    Npy(npy::NpyError),
+    Io(std::io::Error),
+}
+
+/// Writes the output `d` holding `bytes` to `path` as `.npy`: the header, then the bytes
+/// straight from the output buffer (no copy of the data).
+fn write_npy(path: &Path, d: &Descriptor, bytes: &[u8]) -> Result<(), NpyWrite> {
+    let header = npy::header(d.dtype, &d.dims).map_err(NpyWrite::Npy)?;
+    let mut file = std::fs::File::create(path).map_err(NpyWrite::Io)?;
+    file.write_all(&header).map_err(NpyWrite::Io)?;
+    file.write_all(bytes).map_err(NpyWrite::Io)
 }

@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use crate::Program;
+use crate::{Location, Program};
 
 mod lex;
 mod literal;
@@ -43,7 +43,53 @@ pub fn print(program: &Program) -> String {
 /// The program spelled by `text`, or the first syntax error found. The result is not verified:
 /// call [`crate::verify`] before trusting it.
 pub fn parse(text: &str) -> Result<Program, ParseError> {
+    parse_with_source_map(text).map(|(program, _)| program)
+}
+
+/// As [`parse`], also returning where each item of the program begins in `text`, so that
+/// errors found later (the verifier's) can point at their line and column.
+pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseError> {
     parse::program(text).map_err(|fail| ParseError::new(text, fail))
+}
+
+/// Where the items of a parsed program begin in its text: the value name (`%x`) that starts
+/// each parameter and instruction, and the `output` keyword of each output.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    params: Vec<LineColumn>,
+    instructions: Vec<LineColumn>,
+    outputs: Vec<LineColumn>,
+}
+
+/// A 1-based line and 1-based column counted in chars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineColumn {
+    /// The line.
+    pub line: usize,
+    /// The column.
+    pub column: usize,
+}
+
+impl From<Pos> for LineColumn {
+    fn from(pos: Pos) -> LineColumn {
+        LineColumn {
+            line: pos.line,
+            column: pos.column,
+        }
+    }
+}
+
+impl SourceMap {
+    /// Where the item a verifier error is about begins; `None` for
+    /// [`Location::Program`] and for items the text did not have.
+    pub fn position(&self, location: Location) -> Option<LineColumn> {
+        match location {
+            Location::Param(i) => self.params.get(i).copied(),
+            Location::Instruction(k) => self.instructions.get(k).copied(),
+            Location::Output(i) => self.outputs.get(i).copied(),
+            Location::Program => None,
+        }
+    }
 }
 
 /// The tensor of type `ty` spelled by `text`, which must hold exactly one literal in the

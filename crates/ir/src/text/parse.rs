@@ -7,22 +7,23 @@ use std::collections::HashMap;
 use super::lex::{Kind, Lexer, Token};
 use super::literal::{read_int, Literal};
 use super::ops::{self, Args, Attr, AttrValue, Head};
-use super::{fail, Fail, Pos};
+use super::{fail, Fail, Pos, SourceMap};
 use crate::{
     BinaryOp, CompareOp, DType, Dims, Instruction, Output, Param, ParamKind, Program, ReduceOp,
     Type, UnaryOp, ValueId, MAX_RANK,
 };
 
-/// Parses a whole program.
-pub(super) fn program(text: &str) -> Result<Program, Fail> {
+/// Parses a whole program, and notes where each of its items begins.
+pub(super) fn program(text: &str) -> Result<(Program, SourceMap), Fail> {
     let mut parser = Parser {
         lexer: Lexer::new(text),
         peeked: None,
         names: HashMap::new(),
         program: Program::default(),
+        map: SourceMap::default(),
     };
     parser.program()?;
-    Ok(parser.program)
+    Ok((parser.program, parser.map))
 }
 
 /// Parses one literal that must make up all of `text`, as a tensor of type `ty`.
@@ -32,6 +33,7 @@ pub(super) fn literal_tensor(text: &str, ty: &Type) -> Result<crate::Tensor, Fai
         peeked: None,
         names: HashMap::new(),
         program: Program::default(),
+        map: SourceMap::default(),
     };
     let literal = parser.literal(0)?;
     let tok = parser.next()?;
@@ -51,6 +53,8 @@ struct Parser<'a> {
     /// Value names (without `%`) and the ids they were given, in definition order.
     names: HashMap<String, ValueId>,
     program: Program,
+    /// Where each parameter, instruction and output parsed so far begins.
+    map: SourceMap,
 }
 
 impl Parser<'_> {
@@ -155,9 +159,11 @@ impl Parser<'_> {
             }
             let param = self.param(kind)?;
             self.program.params.push(param);
+            self.map.params.push(tok.pos.into());
         } else {
             let instruction = self.instruction(&word, pos)?;
             self.program.instructions.push(instruction);
+            self.map.instructions.push(tok.pos.into());
         }
         self.names.insert(name, ValueId(id));
         Ok(())
@@ -182,7 +188,7 @@ impl Parser<'_> {
 
     /// `output %v` or `output %v donates N`.
     fn output(&mut self) -> Result<(), Fail> {
-        self.next()?;
+        let start = self.next()?.pos;
         let value = self.value_ref()?;
         let donates = match &self.peek()?.kind {
             Kind::Word(w) if w == "donates" => {
@@ -193,6 +199,7 @@ impl Parser<'_> {
             _ => None,
         };
         self.program.outputs.push(Output { value, donates });
+        self.map.outputs.push(start.into());
         Ok(())
     }
 

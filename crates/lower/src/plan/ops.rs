@@ -463,16 +463,27 @@ impl<'p> Planner<'p> {
                 i64::try_from(v).map_err(|_| CompileError::unsupported("pad offset exceeds i64"))
             };
             let s = i128::from(out_strides.strides.get(d).copied().unwrap_or(0));
-            srcs.push((Some(d), to(k0)?));
             counts.push(count as u64);
+            // Every result position holds an operand element only if the operand lands
+            // densely from position 0 to the end.
+            covers_all &= low + k0 * step == 0 && (step == 1 || count <= 1) && count == out;
+            if count == 0 {
+                // Nothing lands on this axis, so no kernel copies the operand and these maps
+                // are never used; with offsets near ±2^63 their numbers need not fit i64.
+                srcs.push((Some(d), 0));
+                store.strides.push(0);
+                continue;
+            }
+            // Now `k0 < n` and `0 <= low + k0 * step < out`, so both fit i64 (times `s`).
+            srcs.push((Some(d), to(k0)?));
             store.offset = store
                 .offset
                 .checked_add(to((low + k0 * step) * s)?)
                 .ok_or_else(|| CompileError::unsupported("pad offset exceeds i64"))?;
-            store.strides.push(to(step * s)?);
-            // Every result position holds an operand element only if the operand lands
-            // densely from position 0 to the end.
-            covers_all &= low + k0 * step == 0 && (step == 1 || count <= 1) && count == out;
+            // One landing element never steps; two or more step within `out`.
+            store
+                .strides
+                .push(if count > 1 { to(step * s)? } else { 0 });
         }
         let dst = self.destination(v)?;
         if !covers_all {

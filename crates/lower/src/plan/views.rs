@@ -115,7 +115,8 @@ impl PointMap {
         }
     }
 
-    /// `slice`: operand index `start + j * stride` per axis.
+    /// `slice`: operand index `start + j * stride` per axis. On a result dim of extent 0 or 1
+    /// only `j = 0` occurs, so its stride is never used and may be any `u64`.
     pub(crate) fn slice(
         start: &[Dim],
         stride: &[Dim],
@@ -126,9 +127,10 @@ impl PointMap {
             .zip(stride)
             .enumerate()
             .map(|(d, (&s, &st))| {
+                let steps = new_dims.get(d).is_some_and(|&n| n > 1);
                 Ok(Coord {
                     src: Some(d as u32),
-                    scale: to_i64(st)?,
+                    scale: if steps { to_i64(st)? } else { 0 },
                     offset: to_i64(s)?,
                 })
             })

@@ -40,3 +40,20 @@ fn a_literal_alone_parses_against_a_type() {
     assert_eq!((e.line, e.column), (1, 5));
     assert!(parse_literal("300", &t(DType::U8, &[])).is_err());
 }
+
+#[test]
+fn the_source_map_points_at_each_item() {
+    use super::{parse_with_source_map, LineColumn};
+    use crate::Location;
+    let text = "# comment\nprogram {\n  %x = input \"x\" : f32[2]\n\n    %y = neg %x : f32[2]\n  \
+                output %y\n  output %x }\n";
+    let (program, map) = parse_with_source_map(text).unwrap();
+    assert_eq!(program, parsed(text));
+    let at = |line, column| Some(LineColumn { line, column });
+    assert_eq!(map.position(Location::Param(0)), at(3, 3));
+    assert_eq!(map.position(Location::Instruction(0)), at(5, 5));
+    assert_eq!(map.position(Location::Output(0)), at(6, 3));
+    assert_eq!(map.position(Location::Output(1)), at(7, 3));
+    assert_eq!(map.position(Location::Output(2)), None);
+    assert_eq!(map.position(Location::Program), None);
+}
