@@ -274,7 +274,12 @@ fn dispatch(
         if first_failure.load(Ordering::Relaxed) != u64::MAX {
             return;
         }
-        let status = call(entry, &state, workgroup, worker as u32);
+        // The executor promises worker < workers(), which `count` (clamped to u32) bounds; an
+        // executor breaking that gets the ABI's worker-mismatch status, not an aliased slice.
+        let status = match u32::try_from(worker) {
+            Ok(worker) if worker < state.0.worker_count => call(entry, &state, workgroup, worker),
+            _ => abi::KERNEL_WORKER_MISMATCH,
+        };
         if status != abi::KERNEL_OK {
             let code = (u64::from(workgroup) << 32) | u64::from(status);
             let _ = first_failure.compare_exchange(
