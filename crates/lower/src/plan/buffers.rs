@@ -35,7 +35,7 @@ fn lifetimes(commands: &[Pending]) -> HashMap<BufId, (usize, usize)> {
 }
 
 /// The buffers a command touches.
-fn touched(command: &Pending) -> Vec<BufId> {
+pub(super) fn touched(command: &Pending) -> Vec<BufId> {
     match command {
         Pending::Fill { buf, .. } => vec![*buf],
         Pending::Copy { src, dst, .. } => vec![*src, *dst],

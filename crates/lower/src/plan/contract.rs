@@ -20,12 +20,11 @@ use accy_artifact::Access;
 use accy_ir::{Axes, DType, Dim, Type, ValueId};
 
 use super::expr::{BufId, ExprId, ExprKind};
+use super::fuse::Waiting;
 use super::views::{self, PointMap};
 use super::{elements, Buffer, Home, Pending, Planner};
 use crate::error::CompileError;
-use crate::kernel::{
-    ContractionKernel, IndexMap, Kernel, KernelBinding, KernelNode, Node, Operand, Store,
-};
+use crate::kernel::{ContractionKernel, IndexMap, KernelBinding, KernelNode, Node, Operand, Store};
 
 /// The work one contraction tile should hold, in flops: tens of microseconds on one core.
 pub(crate) const TILE_FLOPS: u64 = 1 << 21;
@@ -43,7 +42,7 @@ struct Grouped {
 /// `strides`, as one dim of their product: the innermost axis's stride, if every axis's stride
 /// is the next one's times its extent (axes of extent 1 do not matter); `Some(0)` for an empty
 /// group.
-fn group_stride(strides: &[i64], dims: &[Dim], axes: &[usize]) -> Option<i64> {
+pub(super) fn group_stride(strides: &[i64], dims: &[Dim], axes: &[usize]) -> Option<i64> {
     let live: Vec<usize> = axes
         .iter()
         .copied()
@@ -157,11 +156,11 @@ impl<'p> Planner<'p> {
         let [sb, sk, sn] = [0, 1, 2].map(|d| rhs.map.strides.get(d).copied().unwrap_or(0));
         if n % nr != 0 {
             // Zeros past the last column, so microkernels may compute whole panels.
-            self.commands.push(Pending::Fill {
+            self.push(Pending::Fill {
                 buf,
                 pattern: 0,
                 width: 4,
-            });
+            })?;
         }
         let (pb, pk, nr_i) = (to_i64(per_batch)?, to_i64(k * nr)?, to_i64(nr)?);
         if full > 0 {
@@ -249,7 +248,6 @@ impl<'p> Planner<'p> {
         }
         let binding_of = |buf: BufId| reads.iter().position(|&r| r == buf).unwrap_or(0) as u32;
         let mut bindings: Vec<KernelBinding> = Vec::new();
-        let mut uses = Vec::new();
         for &buf in &reads {
             let info = self.buffer(buf)?;
             bindings.push(KernelBinding {
@@ -257,7 +255,6 @@ impl<'p> Planner<'p> {
                 elements: info.elements,
                 access: Access::Read,
             });
-            uses.push((buf, Access::Read));
         }
         let out = self.buffer(dst)?;
         bindings.push(KernelBinding {
@@ -265,7 +262,6 @@ impl<'p> Planner<'p> {
             elements: out.elements,
             access: Access::Write,
         });
-        uses.push((dst, Access::Write));
         let to_i64 = |v: u64| {
             i64::try_from(v).map_err(|_| CompileError::unsupported("a dot's extent exceeds i64"))
         };
@@ -278,10 +274,8 @@ impl<'p> Planner<'p> {
             },
             None => Operand::strided(binding_of(b.buf), b.map),
         };
-        let number = u32::try_from(self.kernels.len())
-            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
         let kernel = ContractionKernel {
-            name: format!("k{number}"),
+            name: String::new(),
             batch,
             m,
             n,
@@ -303,14 +297,14 @@ impl<'p> Planner<'p> {
             tile_n,
         };
         if batch * m * n > 0 {
-            kernel.validate()?;
-            let workgroups = u32::try_from(kernel.workgroups())
-                .map_err(|_| CompileError::unsupported("too many tiles"))?;
-            self.kernels.push(Kernel::Contraction(kernel));
-            self.commands.push(Pending::Dispatch {
-                kernel: number,
-                bindings: uses,
-                workgroups,
+            // Emitted when something reads the result: it may fuse as the epilogue.
+            self.waiting.push(Waiting {
+                kernel,
+                reads,
+                dst,
+                value: v,
+                dims: ty.dims.to_vec(),
+                groups: (lb.len(), lf.len()),
             });
         }
         self.view_of(dst, &Type::new(dtype, &ty.dims))

@@ -48,6 +48,7 @@ mod buffers;
 mod coalesce;
 mod contract;
 mod expr;
+mod fuse;
 mod ops;
 mod tiles;
 mod views;
@@ -157,6 +158,8 @@ struct Planner<'p> {
     constants: Vec<u8>,
     commands: Vec<Pending>,
     kernels: Vec<Kernel>,
+    /// Contractions planned but not emitted yet (see `fuse`).
+    waiting: Vec<fuse::Waiting>,
 }
 
 impl<'p> Planner<'p> {
@@ -174,6 +177,7 @@ impl<'p> Planner<'p> {
             constants: Vec::new(),
             commands: Vec::new(),
             kernels: Vec::new(),
+            waiting: Vec::new(),
         };
         for inst in &program.instructions {
             let mut operands = inst.op.operands();
@@ -267,6 +271,31 @@ impl<'p> Planner<'p> {
             .ok_or_else(|| CompileError::internal(format!("buffer {buf} does not exist")))
     }
 
+    /// The bindings of a kernel reading `reads` and writing `dst` (in that order), and the
+    /// buffer uses of its dispatch.
+    #[allow(clippy::type_complexity, reason = "the two halves of one dispatch")]
+    fn bindings_of(
+        &self,
+        reads: &[BufId],
+        dst: BufId,
+    ) -> Result<(Vec<KernelBinding>, Vec<(BufId, Access)>), CompileError> {
+        let mut bindings = Vec::with_capacity(reads.len() + 1);
+        let mut uses = Vec::with_capacity(reads.len() + 1);
+        for &buf in reads {
+            let b = self.buffer(buf)?;
+            bindings.push(expr::read_binding(b.dtype, b.elements));
+            uses.push((buf, Access::Read));
+        }
+        let out = self.buffer(dst)?;
+        bindings.push(KernelBinding {
+            dtype: out.dtype,
+            elements: out.elements,
+            access: Access::Write,
+        });
+        uses.push((dst, Access::Write));
+        Ok((bindings, uses))
+    }
+
     /// The expression reading `buf` as a dense row-major tensor of `ty`; a constant when the
     /// tensor has no elements (nothing can read it).
     fn view_of(&mut self, buf: BufId, ty: &Type) -> Result<ExprId, CompileError> {
@@ -358,12 +387,11 @@ impl<'p> Planner<'p> {
         let expr = self.exprs.get(root)?;
         if let ExprKind::Const { bits } = expr.kind {
             if let Some((pattern, width)) = ops::fill_pattern(expr.dtype, bits) {
-                self.commands.push(Pending::Fill {
+                return self.push(Pending::Fill {
                     buf: dst,
                     pattern,
                     width,
                 });
-                return Ok(());
             }
         }
         let map = views::row_major(dims, 0)?;
@@ -390,6 +418,9 @@ impl<'p> Planner<'p> {
             return Ok(());
         }
         let body = self.exprs.body(root)?;
+        if reduction.is_none() && self.try_fuse(dims, &body, dst, &store_map)? {
+            return Ok(());
+        }
         if body.reads.contains(&dst) {
             return Err(CompileError::internal(format!(
                 "a kernel reads the buffer {dst} it writes"
@@ -402,24 +433,9 @@ impl<'p> Planner<'p> {
                 accy_artifact::abi::MAX_BINDINGS - 1
             )));
         }
-        let mut bindings = Vec::with_capacity(body.reads.len() + 1);
-        let mut uses = Vec::with_capacity(body.reads.len() + 1);
-        for &buf in &body.reads {
-            let b = self.buffer(buf)?;
-            bindings.push(expr::read_binding(b.dtype, b.elements));
-            uses.push((buf, Access::Read));
-        }
-        let out = self.buffer(dst)?;
-        bindings.push(KernelBinding {
-            dtype: out.dtype,
-            elements: out.elements,
-            access: Access::Write,
-        });
-        uses.push((dst, Access::Write));
-        let number = u32::try_from(self.kernels.len())
-            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        let (bindings, uses) = self.bindings_of(&body.reads, dst)?;
         let mut kernel = LoopKernel {
-            name: format!("k{number}"),
+            name: String::new(),
             dims: Dims::from_slice(dims),
             parallel_rank: u32::try_from(parallel)
                 .map_err(|_| CompileError::internal("parallel rank overflows"))?,
@@ -436,13 +452,20 @@ impl<'p> Planner<'p> {
         coalesce::coalesce(&mut kernel);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
+        // Waiting contractions this kernel reads are emitted first.
+        let reads: Vec<BufId> = uses.iter().map(|&(b, _)| b).collect();
+        while let Some(i) = self.waiting.iter().position(|w| reads.contains(&w.dst)) {
+            self.flush(i)?;
+        }
+        let number = u32::try_from(self.kernels.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        kernel.name = format!("k{number}");
         self.kernels.push(Kernel::Loop(kernel));
-        self.commands.push(Pending::Dispatch {
+        self.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
             workgroups,
-        });
-        Ok(())
+        })
     }
 
     /// Stores every output's value into its slot, unless planning already did.
@@ -469,12 +492,12 @@ impl<'p> Planner<'p> {
                     let offset = u64::try_from(map.offset)
                         .map_err(|_| CompileError::internal("negative view offset"))?;
                     let size = ty.dtype.size_bytes();
-                    self.commands.push(Pending::Copy {
+                    self.push(Pending::Copy {
                         src: *buf,
                         src_offset: offset.saturating_mul(size),
                         dst,
                         len: elements(ty)?.saturating_mul(size),
-                    });
+                    })?;
                     continue;
                 }
             }
@@ -483,7 +506,8 @@ impl<'p> Planner<'p> {
         Ok(())
     }
 
-    fn finish(self) -> Result<LoweredProgram, CompileError> {
+    fn finish(mut self) -> Result<LoweredProgram, CompileError> {
+        self.flush_all()?;
         buffers::assign(self)
     }
 }
