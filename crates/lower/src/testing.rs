@@ -4,6 +4,7 @@
 //! - [`conformance`]: the kernel conformance suite every backend runs through a
 //!   [`conformance::KernelRunner`] (in process, or under an emulator);
 //! - [`kernels`]: edge values, deterministic data and a random kernel generator;
+//! - `peak` (x86-64): a generated FMA loop, for benchmarks that report a fraction of peak;
 //! - [`run_commands`]: one plan runner (fill, copy, dispatch in order over plain byte vectors)
 //!   whose dispatches run either the reference kernel interpreter ([`run_lowered`], which
 //!   checks fusion and buffer planning) or real machine code through a runner
@@ -17,6 +18,8 @@ use accy_ir::{Program, Tensor, TensorData};
 
 pub mod conformance;
 pub mod kernels;
+#[cfg(feature = "x64")]
+pub mod peak;
 
 use crate::plan::LoweredProgram;
 

@@ -15,7 +15,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use accy_ir::{DType, Program, Tensor};
-use accy_session::{Handle, Scratch, Session};
+use accy_session::{Handle, Scratch, Session, Weights};
 
 /// The environment variable that turns this binary into the busy neighbour: its value is the
 /// CPU to spin on.
@@ -95,12 +95,16 @@ pub fn median(budget: Duration, mut f: impl FnMut()) -> Duration {
     times[times.len() / 2]
 }
 
-/// Seeded inputs for `program` (floats in [-2, 2)).
+/// Seeded values for `program`'s inputs (floats in [-2, 2)).
 pub fn inputs(program: &Program) -> Vec<Vec<u8>> {
-    program
-        .inputs()
+    seeded(program.inputs().map(|(_, p)| p))
+}
+
+/// Seeded values for each parameter in `params` (floats in [-2, 2)).
+fn seeded<'p>(params: impl Iterator<Item = &'p accy_ir::Param>) -> Vec<Vec<u8>> {
+    params
         .enumerate()
-        .map(|(i, (_, p))| {
+        .map(|(i, p)| {
             let n = p.ty.element_count().unwrap_or(0) as usize;
             let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ i as u64;
             let mut next = || {
@@ -129,8 +133,16 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn new(session: &Session, program: &Program) -> Prepared {
+        let weights: Vec<&accy_ir::Param> = program.weights().map(|(_, p)| p).collect();
+        let values = seeded(weights.iter().copied());
+        let named: Vec<(&str, &[u8])> = weights
+            .iter()
+            .zip(&values)
+            .map(|(p, v)| (p.name.as_str(), v.as_slice()))
+            .collect();
+        let weights = Weights::new(&named).expect("weights");
         let handle = session
-            .compile(&accy_wire::encode(program))
+            .compile_with_weights(&accy_wire::encode(program), &weights)
             .expect("compile");
         let outputs = session
             .outputs(handle)
