@@ -1,7 +1,7 @@
 //! `cargo xtask fuzz`: installs cargo-fuzz if needed, seeds the corpus and runs one target.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Fuzz targets defined in `fuzz/Cargo.toml`, with what each one checks.
@@ -52,7 +52,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "fuzz: no target `{target}` (`cargo xtask fuzz list`)"
         ));
     }
-    let root = repo_root()?;
+    let root = crate::repo_root()?;
     ensure_cargo_fuzz()?;
 
     let corpus = root.join("fuzz/corpus").join(&target);
@@ -134,14 +134,6 @@ impl FinalStats {
             new_units: stat("stat::new_units_added").unwrap_or(0),
         })
     }
-}
-
-fn repo_root() -> Result<PathBuf, String> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| "xtask has no parent directory".to_owned())
 }
 
 fn ensure_cargo_fuzz() -> Result<(), String> {

@@ -9,6 +9,8 @@
 //! - `fuzz list`: the available targets.
 //! - `bench <compile|invoke|all> [--quick]`: criterion benchmarks, summarised as a table of
 //!   medians with ratios to the reference each group measures in the same run.
+//! - `onnx-conformance [options]`: the ONNX backend node tests (onnx 1.19.0, installed into a
+//!   local virtual environment when missing) through the importer and the JIT; see `onnx.rs`.
 
 #![allow(
     clippy::print_stdout,
@@ -18,6 +20,9 @@
 
 mod bench;
 mod fuzz;
+mod onnx;
+
+use std::path::{Path, PathBuf};
 
 use std::process::ExitCode;
 
@@ -28,6 +33,7 @@ commands:
   fuzz <target> [--seconds N] [--asan]   run a coverage-guided fuzzer (default 60 s)
   fuzz list                              list fuzz targets
   bench <compile|invoke|all> [--quick]   run benchmarks; print medians and in-run ratios
+  onnx-conformance [--help]              run the ONNX backend node tests through accy
 ";
 
 fn main() -> ExitCode {
@@ -35,6 +41,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("onnx-conformance") => onnx::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -48,4 +55,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The repository root (the parent of `xtask/`).
+fn repo_root() -> Result<PathBuf, String> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "xtask has no parent directory".to_owned())
 }
