@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use accy_ir::{interp, Tensor, TensorData};
+use accy_ir::{interp, DType, Tensor, TensorData};
 use accy_onnx::{ErrorKind, ImportOptions, Model};
 use accy_session::{Scratch, Session, Weights};
 
@@ -108,12 +108,20 @@ fn import(bytes: &[u8], dir: &Path, inputs: &[(String, Tensor)]) -> Result<Model
             Ok(m) => return Ok(m),
             Err(e) => match &e.kind {
                 ErrorKind::NeedsConstant { value } => {
-                    let given = inputs.iter().find(|(n, _)| n == value);
-                    match given {
-                        Some((n, t)) if !options.constants.contains_key(n) => {
-                            options.constants.insert(n.clone(), t.clone());
+                    // Fold the input named; for a value computed from inputs, fold every
+                    // integer input (sizes, axes, indices), once.
+                    let before = options.constants.len();
+                    for (n, t) in inputs {
+                        let integer = matches!(t.dtype(), DType::I32 | DType::I64);
+                        if n == value || (integer && !inputs.iter().any(|(m, _)| m == value)) {
+                            options
+                                .constants
+                                .entry(n.clone())
+                                .or_insert_with(|| t.clone());
                         }
-                        _ => return Err(Outcome::Unsupported(e.message)),
+                    }
+                    if options.constants.len() == before {
+                        return Err(Outcome::Unsupported(e.message));
                     }
                 }
                 ErrorKind::Unsupported => return Err(Outcome::Unsupported(e.message)),

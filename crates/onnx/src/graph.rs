@@ -237,7 +237,7 @@ fn input_type(vi: &ValueInfoProto<'_>, options: &ImportOptions) -> Result<Type, 
         }
         Some(TypeProto::Other(kind)) => {
             return Err(ImportError::unsupported(format!(
-                "input `{name}` is a {kind}; accy imports tensor inputs only"
+                "input `{name}` has {kind} type; accy imports tensor inputs only"
             )));
         }
         Some(TypeProto::Tensor { elem_type, shape }) => (*elem_type, shape),
@@ -310,7 +310,7 @@ fn check_declared(vi: &ValueInfoProto<'_>, ty: &Type) -> Result<(), ImportError>
     let Some(TypeProto::Tensor { elem_type, shape }) = &vi.ty else {
         return match &vi.ty {
             Some(TypeProto::Other(kind)) => Err(ImportError::unsupported(format!(
-                "output `{}` is a {kind}; accy produces tensors only",
+                "output `{}` has {kind} type; accy produces tensors only",
                 vi.name
             ))),
             _ => Ok(()),

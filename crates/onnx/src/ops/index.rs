@@ -72,9 +72,15 @@ fn add_scaled(em: &mut Emitter, acc: Option<Val>, v: Val, scale: u64) -> NodeRes
 pub(super) fn gather_elements(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     node.check_attrs(&["axis"])?;
     let x = node.input(0)?;
-    let dims = em.dims(x);
-    let axis = norm_axis(node.int("axis", 0)?, dims.len())?;
+    let axis = norm_axis(node.int("axis", 0)?, em.rank(x))?;
     let idx = index_input(em, node)?;
+    Ok(vec![take_along_axis(em, x, idx, axis)?])
+}
+
+/// `out[i] = x[i with i_axis = idx[i]]` (negative indices wrapped): one `gather` from `x`
+/// flattened, at linear indices computed from `idx` and the positions.
+pub(crate) fn take_along_axis(em: &mut Emitter, x: Val, idx: Val, axis: usize) -> NodeResult<Val> {
+    let dims = em.dims(x);
     let idims = em.dims(idx);
     if idims.len() != dims.len() {
         return invalid("data and indices must have the same rank");
@@ -98,11 +104,10 @@ pub(super) fn gather_elements(em: &mut Emitter, node: &Node) -> NodeResult<Vec<V
     }
     let n = accy_ir::element_count(&dims).unwrap_or(0);
     let data = em.reshape(x, &[n])?;
-    let out = match flat {
-        Some(f) => em.gather(data, f, 0)?,
-        None => x,
-    };
-    Ok(vec![out])
+    match flat {
+        Some(f) => em.gather(data, f, 0),
+        None => Ok(x),
+    }
 }
 
 /// `GatherND(data, indices; batch_dims)`.

@@ -5,9 +5,11 @@
 //! it produces (optional outputs beyond those are refused by the driver if requested).
 
 mod activation;
+mod attention;
 mod elementwise;
 mod generate;
 mod index;
+mod loss;
 mod matmul;
 mod norm;
 mod reduce;
@@ -139,6 +141,10 @@ const TABLE: &[(&str, i64, Importer)] = &[
     ("EyeLike", 13, generate::eye_like),
     ("Trilu", 14, generate::trilu),
     ("OneHot", 13, generate::one_hot),
+    ("NegativeLogLikelihoodLoss", 13, loss::nll_loss),
+    ("SoftmaxCrossEntropyLoss", 13, loss::softmax_cross_entropy),
+    ("Attention", 23, attention::attention),
+    ("RotaryEmbedding", 23, attention::rotary_embedding),
 ];
 
 /// ONNX ops the IR cannot express exactly today, with the reason given when one is met.

@@ -30,6 +30,17 @@ pub(super) fn softmax_axis(em: &mut Emitter, x: Val, axis: usize) -> NodeResult<
     em.binary(BinaryOp::Div, e, sum)
 }
 
+/// `log_softmax(x)` along `axis`: `(x - max) - log(sum(exp(x - max)))`.
+pub(super) fn log_softmax_axis(em: &mut Emitter, x: Val, axis: usize) -> NodeResult<Val> {
+    let a = [axis as u32];
+    let m = em.reduce_keep(ReduceOp::Max, x, &a)?;
+    let s = em.binary(BinaryOp::Sub, x, m)?;
+    let e = em.unary(UnaryOp::Exp, s)?;
+    let sum = em.reduce_keep(ReduceOp::Sum, e, &a)?;
+    let l = em.unary(UnaryOp::Log, sum)?;
+    em.binary(BinaryOp::Sub, s, l)
+}
+
 /// `Softmax`, `LogSoftmax`, `Hardmax` (opset 13 semantics: one axis).
 pub(super) fn softmax(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     node.check_attrs(&["axis"])?;
@@ -39,15 +50,7 @@ pub(super) fn softmax(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     let axis = norm_axis(node.int("axis", -1)?, dims.len())?;
     let out = match node.op() {
         "Softmax" => softmax_axis(em, x, axis)?,
-        "LogSoftmax" => {
-            let a = [axis as u32];
-            let m = em.reduce_keep(ReduceOp::Max, x, &a)?;
-            let s = em.binary(BinaryOp::Sub, x, m)?;
-            let e = em.unary(UnaryOp::Exp, s)?;
-            let sum = em.reduce_keep(ReduceOp::Sum, e, &a)?;
-            let l = em.unary(UnaryOp::Log, sum)?;
-            em.binary(BinaryOp::Sub, s, l)?
-        }
+        "LogSoftmax" => log_softmax_axis(em, x, axis)?,
         _ => {
             if dims[axis] == 0 {
                 return Ok(vec![x]);
