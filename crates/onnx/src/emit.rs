@@ -125,6 +125,21 @@ impl Emitter {
         }
     }
 
+    /// True for an initializer large enough to enter the program as a weight.
+    fn is_weight(&self, v: Val) -> bool {
+        match v {
+            Val::Const(i) => {
+                let k = &self.known[i];
+                k.weight.is_some()
+                    && k.tensor
+                        .ty()
+                        .element_count()
+                        .is_none_or(|n| n > INLINE_LIMIT)
+            }
+            Val::Dyn(_) => false,
+        }
+    }
+
     /// The program value holding `v`, adding a constant or weight the first time a known
     /// value is needed at run time.
     pub(crate) fn id(&mut self, v: Val) -> NodeResult<ValueId> {
@@ -180,6 +195,11 @@ impl Emitter {
             .collect::<Option<Vec<&Tensor>>>()?;
         let small = |t: &Type| t.element_count().is_some_and(|n| n <= FOLD_LIMIT);
         if !tensors.iter().all(|t| small(&t.ty())) {
+            return None;
+        }
+        // Weights stay weights: an op reading one runs in the program, so the weight keeps
+        // its name and can be replaced without re-importing.
+        if operands.iter().any(|&v| self.is_weight(v)) {
             return None;
         }
         let ids: Vec<ValueId> = (0..tensors.len() as u32).map(ValueId).collect();

@@ -49,6 +49,25 @@ pub(crate) fn import(bytes: &[u8], options: &ImportOptions) -> Result<Model, Imp
         }
     }
 
+    // Names first, so that a misspelt option is reported before any input's own problem.
+    let input_names = graph
+        .inputs
+        .iter()
+        .map(|&m| ValueInfoProto::parse(m).map(|vi| vi.name))
+        .filter(|n| n.as_ref().map_or(true, |n| !values.contains_key(n)))
+        .collect::<Result<Vec<&str>, _>>()?;
+    for name in options.shapes.keys().chain(options.constants.keys()) {
+        if !input_names.contains(&name.as_str()) {
+            return Err(ImportError::new(
+                ErrorKind::Shape,
+                format!(
+                    "the model has no input `{name}` (its inputs: {})",
+                    input_names.join(", ")
+                ),
+            ));
+        }
+    }
+
     let mut inputs = Vec::new();
     for &msg in &graph.inputs {
         let vi = ValueInfoProto::parse(msg)?;
@@ -83,19 +102,6 @@ pub(crate) fn import(bytes: &[u8], options: &ImportOptions) -> Result<Model, Imp
             param,
         });
     }
-    for name in options.shapes.keys().chain(options.constants.keys()) {
-        if !inputs.iter().any(|i| &i.onnx_name == name) {
-            let known: Vec<&str> = inputs.iter().map(|i| i.onnx_name.as_str()).collect();
-            return Err(ImportError::new(
-                ErrorKind::Shape,
-                format!(
-                    "the model has no input `{name}` (its inputs: {})",
-                    known.join(", ")
-                ),
-            ));
-        }
-    }
-
     for (k, &msg) in graph.nodes.iter().enumerate() {
         let proto = NodeProto::parse(msg)?;
         let describe = || describe(k, &proto);

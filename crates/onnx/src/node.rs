@@ -228,11 +228,6 @@ impl Node<'_, '_> {
         }
     }
 
-    /// Whether output `i` is requested (present with a non-empty name).
-    pub(crate) fn wants_output(&self, i: usize) -> bool {
-        self.proto.outputs.get(i).is_some_and(|n| !n.is_empty())
-    }
-
     /// Refuses a float-only op on another dtype.
     pub(crate) fn expect_float(&self, em: &Emitter, v: Val) -> NodeResult<DType> {
         let d = em.dtype(v);

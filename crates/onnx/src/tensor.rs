@@ -66,18 +66,6 @@ pub(crate) fn dtype(code: i32) -> Result<DType, String> {
     }
 }
 
-/// The ONNX `TensorProto.DataType` code of an accy dtype.
-pub(crate) fn onnx_code(dtype: DType) -> i32 {
-    match dtype {
-        DType::F32 => 1,
-        DType::U8 => 2,
-        DType::I32 => 6,
-        DType::I64 => 7,
-        DType::Bool => 9,
-        _ => 11,
-    }
-}
-
 /// Converts a parsed `TensorProto` into a tensor. `what` names it in errors; `base_dir` is
 /// where external data files are looked up (`None` refuses external data).
 pub(crate) fn to_tensor(

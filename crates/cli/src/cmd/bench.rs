@@ -35,6 +35,8 @@ pub struct BenchArgs {
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// `--shape` and `--weights`.
+    pub model: super::model::ModelArgs,
 }
 
 /// The most threads `bench` starts (each copies the program's buffers).
@@ -64,10 +66,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         }
         (None, s) => Stop::Deadline(Duration::from_secs_f64(s.unwrap_or(2.0))),
     };
-    let program = super::load(&args.file)?;
-    let (values, _) = super::arguments(&program, &[], &[], args.seed)?;
-    let weights = super::weights(&program, &values)?;
-    let wire = accy_wire::encode(&program);
+    let loaded = super::model::load_model(&args.file, &args.model)?;
+    let program = &loaded.program;
+    let (mut values, mut sources) = super::arguments(program, &[], &[], args.seed)?;
+    super::model::apply_weights(&loaded, &mut values, &mut sources);
+    let weights = super::weights(program, &values)?;
+    let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
     let session = super::session(args.target, args.exact)?;
@@ -77,7 +81,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let outputs = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    let inputs = super::input_values(&program, &values);
+    let inputs = super::input_values(program, &values);
 
     let done = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
@@ -112,7 +116,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         wall = wall.max(measured.elapsed);
         latencies.extend(measured.latencies);
     }
-    report(args, &session, &program, &compile, latencies, rate, wall);
+    report(args, &session, program, &compile, latencies, rate, wall);
     Ok(())
 }
 

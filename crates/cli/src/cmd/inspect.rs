@@ -24,8 +24,9 @@ pub fn inspect(
     target: Option<TargetName>,
     exact: bool,
     disassemble: bool,
+    model: &super::model::ModelArgs,
 ) -> Result<(), Failure> {
-    let program = super::load(file)?;
+    let program = super::model::load_model(file, model)?.program;
     let target: Box<dyn Target> = match target {
         Some(TargetName::X64(tier)) => {
             Box::new(X64Target::new(tier).with_float_reassociation(!exact))

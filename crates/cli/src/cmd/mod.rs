@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod inspect;
+pub mod model;
 pub mod run;
 
 use std::path::Path;
@@ -92,9 +93,9 @@ pub fn no_aarch64() -> Failure {
     )
 }
 
-/// `accy check`: loads and verifies `file` and prints a one-line summary.
-pub fn check(file: &Path) -> Result<(), Failure> {
-    let program = load(file)?;
+/// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
+pub fn check(file: &Path, model: &model::ModelArgs) -> Result<(), Failure> {
+    let program = model::load_model(file, model)?.program;
     println!(
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
         file.display(),
@@ -124,8 +125,12 @@ pub fn compile(file: &Path, output: &Path, as_text: bool) -> Result<(), Failure>
     written.map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
-/// Reads, decodes or parses, and verifies a program file.
+/// Reads, decodes or parses, and verifies a program file; an ONNX model (`*.onnx`) is
+/// imported (its weights are left out: `accy import` writes them).
 pub fn load(file: &Path) -> Result<Program, Failure> {
+    if model::is_onnx(file) {
+        return model::load_model(file, &model::ModelArgs::default()).map(|m| m.program);
+    }
     let bytes =
         std::fs::read(file).map_err(|e| Failure::Io(format!("reading {}: {e}", file.display())))?;
     let name = file.display();
@@ -202,6 +207,8 @@ pub enum Source {
     File(String),
     /// A literal on the command line.
     Literal,
+    /// The model's own weights (ONNX initializers or a `--weights` file).
+    Model,
 }
 
 /// Values for every parameter of `program`, in parameter order: those named in `inputs` and

@@ -28,16 +28,21 @@ pub struct RunArgs {
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// `--shape` and `--weights`.
+    pub model: super::model::ModelArgs,
 }
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    let program = super::load(&args.file)?;
-    let (values, sources) = super::arguments(&program, &args.inputs, &args.weights, args.seed)?;
+    let loaded = super::model::load_model(&args.file, &args.model)?;
+    let program = &loaded.program;
+    let (mut values, mut sources) =
+        super::arguments(program, &args.inputs, &args.weights, args.seed)?;
+    super::model::apply_weights(&loaded, &mut values, &mut sources);
     let session = super::session(args.target, args.exact)?;
-    let weights = super::weights(&program, &values)?;
+    let weights = super::weights(program, &values)?;
     let handle = session
-        .compile_program_with_weights(&program, &weights)
+        .compile_program_with_weights(program, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
     println!(
         "{}: compiled for {}{}",
@@ -49,6 +54,13 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             ""
         }
     );
+    let from_model = sources
+        .iter()
+        .filter(|s| matches!(s, Source::Model))
+        .count();
+    if from_model > 0 {
+        println!("{from_model} weights from {}", loaded.weights_from);
+    }
     for ((param, value), source) in program.params.iter().zip(&values).zip(&sources) {
         let kind = match param.kind {
             accy_ir::ParamKind::Input => "input",
@@ -58,6 +70,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             Source::Random => format!("random (seed {})", args.seed),
             Source::File(path) => format!("from {path}"),
             Source::Literal => "literal".to_owned(),
+            Source::Model => continue,
         };
         println!("{kind} {:?}: {} {from}", param.name, value.ty());
     }
@@ -65,7 +78,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let descriptors = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    let inputs = super::input_values(&program, &values);
+    let inputs = super::input_values(program, &values);
     let (ins, mut outs) = super::buffers(&inputs, &descriptors);
     let mut scratch = Scratch::new();
     super::invoke(&session, handle, &mut scratch, &ins, &mut outs)
