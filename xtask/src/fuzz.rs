@@ -14,12 +14,17 @@ const TARGETS: &[(&str, &str)] = &[
         "parse",
         "text -> parse -> verify -> print -> parse == parsed",
     ),
+    (
+        "onnx",
+        "ONNX bytes -> import -> verify, weights, print -> parse, interpreter",
+    ),
 ];
 
 /// Seed inputs per target, relative to the repository root.
 const SEEDS: &[(&str, &str)] = &[
     ("decode", "crates/wire/tests/golden"),
     ("parse", "crates/ir/tests/programs"),
+    ("onnx", "fuzz/seeds/onnx"),
 ];
 
 pub fn run(args: &[String]) -> Result<(), String> {
