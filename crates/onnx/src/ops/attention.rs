@@ -13,7 +13,7 @@ use crate::tensor::dtype;
 fn heads_first(em: &mut Emitter, x: Val, heads: i64, what: &str) -> NodeResult<Val> {
     let d = em.dims(x);
     let h = u64::try_from(heads).unwrap_or(0);
-    if d.len() != 3 || h == 0 || d[2] % h != 0 {
+    if d.len() != 3 || h == 0 || !d[2].is_multiple_of(h) {
         return invalid(format!("{what} {d:?} does not split into {heads} heads"));
     }
     let r = em.reshape(x, &[d[0], d[1], h, d[2] / h])?;
@@ -191,7 +191,7 @@ pub(super) fn rotary_embedding(em: &mut Emitter, node: &Node) -> NodeResult<Vec<
         4 => em.transpose(x, &[0, 2, 1, 3])?,
         3 => {
             let h = u64::try_from(node.int("num_heads", 0)?).unwrap_or(0);
-            if h == 0 || xd[2] % h != 0 {
+            if h == 0 || !xd[2].is_multiple_of(h) {
                 return invalid(format!(
                     "hidden size {} does not split into {h} heads",
                     xd[2]

@@ -176,7 +176,7 @@ pub(super) fn one_hot(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     let depth = node
         .const_scalar(em, 1, "depth")?
         .ok_or_else(|| NodeError::Invalid("input `depth` is missing".into()))?;
-    if !(depth >= 1.0 && depth < 1e15) {
+    if !(1.0..1e15).contains(&depth) {
         return invalid(format!("depth {depth} must be at least 1"));
     }
     let depth = depth as u64;

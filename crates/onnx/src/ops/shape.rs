@@ -213,7 +213,7 @@ pub(super) fn split(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
             }
             // From opset 18 the last chunk may be smaller; before, the split must be even.
             let chunk = d.div_ceil(n);
-            if node.opset < 18 && d % n != 0 {
+            if node.opset < 18 && !d.is_multiple_of(n) {
                 return invalid(format!("dim {d} does not split evenly into {n}"));
             }
             (0..n)
