@@ -6,15 +6,19 @@
 
 mod activation;
 mod attention;
+mod conv;
 mod elementwise;
 mod generate;
 mod index;
 mod loss;
 mod matmul;
 mod norm;
+mod pool;
 mod reduce;
+mod resize;
 mod shape;
 mod slice;
+mod window;
 
 use crate::emit::{Emitter, Val};
 use crate::error::{invalid, unsupported, NodeResult};
@@ -145,6 +149,14 @@ const TABLE: &[(&str, i64, Importer)] = &[
     ("SoftmaxCrossEntropyLoss", 13, loss::softmax_cross_entropy),
     ("Attention", 23, attention::attention),
     ("RotaryEmbedding", 23, attention::rotary_embedding),
+    ("MaxPool", 13, pool::max_pool),
+    ("AveragePool", 13, pool::average_pool),
+    ("LpPool", 13, pool::lp_pool),
+    ("GlobalAveragePool", 13, pool::global_pool),
+    ("GlobalMaxPool", 13, pool::global_pool),
+    ("Conv", 13, conv::conv),
+    ("ConvTranspose", 13, conv::conv_transpose),
+    ("Resize", 13, resize::resize),
 ];
 
 /// ONNX ops the IR cannot express exactly today, with the reason given when one is met.
