@@ -46,11 +46,14 @@ fn contract(em: &mut Emitter, p: Val, w: Val, g: u64, bias: Option<Val>) -> Node
     let mut perm = vec![1, 0, r + 2];
     perm.extend(2..2 + r);
     let y = em.transpose(y, &perm)?;
-    let mut dims = vec![n, g * wd[1]];
+    let m = g
+        .checked_mul(wd[1])
+        .ok_or_else(|| NodeError::Invalid(format!("{g} groups of {} channels overflow", wd[1])))?;
+    let mut dims = vec![n, m];
     dims.extend(&out);
     let mut y = em.reshape(y, &dims)?;
     if let Some(b) = bias {
-        let mut bd = vec![g * wd[1]];
+        let mut bd = vec![m];
         bd.extend(std::iter::repeat_n(1, out.len()));
         let b = em.reshape(b, &bd)?;
         y = em.binary(BinaryOp::Add, y, b)?;
@@ -74,7 +77,8 @@ pub(super) fn conv(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     node.expect_float(em, x)?;
     let (xd, wd) = (em.dims(x), em.dims(w));
     let g = group(node)?;
-    if xd.len() < 3 || wd.len() != xd.len() || xd[1] != wd[1] * g || wd[0] % g != 0 {
+    if xd.len() < 3 || wd.len() != xd.len() || Some(xd[1]) != wd[1].checked_mul(g) || wd[0] % g != 0
+    {
         return invalid(format!(
             "input {xd:?}, weight {wd:?} and group {g} do not fit"
         ));

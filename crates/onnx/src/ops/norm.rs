@@ -288,8 +288,8 @@ pub(super) fn lrn(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
         return invalid("the input must be at least 3-D (N, C, D1, …)");
     }
     let size = node.int("size", 0)?;
-    if size <= 0 {
-        return invalid(format!("size {size} must be positive"));
+    if !(1..=1024).contains(&size) {
+        return invalid(format!("size {size} must be from 1 to 1024"));
     }
     let (alpha, beta, bias) = (
         f64::from(node.float("alpha", 1e-4)?),

@@ -301,14 +301,17 @@ pub(super) fn depth_space(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>>
         return invalid(format!("blocksize {b} must be positive"));
     }
     let b = b as u64;
+    let (Some(bb), Some(hb), Some(wb)) = (b.checked_mul(b), h.checked_mul(b), w.checked_mul(b))
+    else {
+        return invalid(format!("blocksize {b} is too large"));
+    };
     let out = if to_space {
-        if c % (b * b) != 0 {
+        if c % bb != 0 {
             return invalid(format!(
-                "channels {c} are not a multiple of blocksize² {}",
-                b * b
+                "channels {c} are not a multiple of blocksize² {bb}"
             ));
         }
-        let c2 = c / (b * b);
+        let c2 = c / bb;
         let (split, perm): (Vec<u64>, [u32; 6]) = match node.string("mode", "DCR")?.as_str() {
             "DCR" => (vec![n, b, b, c2, h, w], [0, 3, 4, 1, 5, 2]),
             "CRD" => (vec![n, c2, b, b, h, w], [0, 1, 4, 2, 5, 3]),
@@ -316,14 +319,14 @@ pub(super) fn depth_space(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>>
         };
         let r = em.reshape(x, &split)?;
         let t = em.transpose(r, &perm)?;
-        em.reshape(t, &[n, c2, h * b, w * b])?
+        em.reshape(t, &[n, c2, hb, wb])?
     } else {
         if h % b != 0 || w % b != 0 {
             return invalid(format!("spatial dims {h}x{w} are not multiples of {b}"));
         }
         let r = em.reshape(x, &[n, c, h / b, b, w / b, b])?;
         let t = em.transpose(r, &[0, 3, 5, 1, 2, 4])?;
-        em.reshape(t, &[n, c * b * b, h / b, w / b])?
+        em.reshape(t, &[n, c * bb, h / b, w / b])?
     };
     Ok(vec![out])
 }
