@@ -207,3 +207,38 @@ pub(super) fn one_hot(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     let on = em.reshape(on, &[])?;
     Ok(vec![em.select(hot, on, off)?])
 }
+
+/// `HannWindow`, `HammingWindow`, `BlackmanWindow(size; output_datatype, periodic)`:
+/// `Σ_j a_j cos(2πjn / N')` for `n < size`, with `N' = size` (periodic) or `size - 1`.
+pub(super) fn window(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
+    node.check_attrs(&["output_datatype", "periodic"])?;
+    let size = node
+        .const_scalar(em, 0, "size")?
+        .ok_or_else(|| NodeError::Invalid("input `size` is missing".into()))?;
+    if !(0.0..=(1u64 << 40) as f64).contains(&size) {
+        return invalid(format!("size {size} is out of range"));
+    }
+    let size = size as u64;
+    let out = dtype(i32::try_from(node.int("output_datatype", 1)?).unwrap_or(0))
+        .or_else(|m| unsupported(format!("`output_datatype`: {m}")))?;
+    let denom = if node.int("periodic", 1)? != 0 {
+        size as f64
+    } else {
+        size as f64 - 1.0
+    };
+    let two_pi = 2.0 * std::f64::consts::PI;
+    let coeffs: &[f64] = match node.op() {
+        "HannWindow" => &[0.5, -0.5],
+        "HammingWindow" => &[25.0 / 46.0, -(21.0 / 46.0)],
+        _ => &[0.42, -0.5, 0.08],
+    };
+    let n = em.iota(DType::F64, &[size], 0)?;
+    let mut acc = em.full(DType::F64, &[size], coeffs[0])?;
+    for (j, &c) in coeffs.iter().enumerate().skip(1) {
+        let arg = em.binary_scalar(BinaryOp::Mul, n, two_pi * j as f64 / denom)?;
+        let cos = em.unary(accy_ir::UnaryOp::Cos, arg)?;
+        let term = em.binary_scalar(BinaryOp::Mul, cos, c)?;
+        acc = em.binary(BinaryOp::Add, acc, term)?;
+    }
+    Ok(vec![em.convert(acc, out)?])
+}

@@ -11,7 +11,7 @@ use crate::error::{invalid, NodeError, NodeResult};
 use crate::node::{norm_axis, tensor_ints, Node};
 
 /// `idx < 0 ? idx + dim : idx`, in the indices' own dtype.
-fn wrap_negative(em: &mut Emitter, idx: Val, dim: u64) -> NodeResult<Val> {
+pub(crate) fn wrap_negative(em: &mut Emitter, idx: Val, dim: u64) -> NodeResult<Val> {
     let d = em.dtype(idx);
     if d == DType::U8 {
         return Ok(idx);
@@ -78,9 +78,23 @@ pub(super) fn gather_elements(em: &mut Emitter, node: &Node) -> NodeResult<Vec<V
 }
 
 /// `out[i] = x[i with i_axis = idx[i]]` (negative indices wrapped): one `gather` from `x`
-/// flattened, at linear indices computed from `idx` and the positions.
+/// flattened, at the linear indices of [`linear_index`].
 pub(crate) fn take_along_axis(em: &mut Emitter, x: Val, idx: Val, axis: usize) -> NodeResult<Val> {
     let dims = em.dims(x);
+    let flat = linear_index(em, &dims, idx, axis)?;
+    let n = accy_ir::element_count(&dims).unwrap_or(0);
+    let data = em.reshape(x, &[n])?;
+    em.gather(data, flat, 0)
+}
+
+/// For a tensor of `dims`, the row-major linear index of every position of `idx` with its
+/// `axis` coordinate replaced by the (wrapped) value of `idx` there, as i64 of `idx`'s dims.
+pub(crate) fn linear_index(
+    em: &mut Emitter,
+    dims: &[u64],
+    idx: Val,
+    axis: usize,
+) -> NodeResult<Val> {
     let idims = em.dims(idx);
     if idims.len() != dims.len() {
         return invalid("data and indices must have the same rank");
@@ -94,7 +108,7 @@ pub(crate) fn take_along_axis(em: &mut Emitter, x: Val, idx: Val, axis: usize) -
     let idx = em.convert(idx, DType::I64)?;
     let idx = wrap_negative(em, idx, dims[axis])?;
     let mut flat = None;
-    for (a, &stride) in strides(&dims).iter().enumerate() {
+    for (a, &stride) in strides(dims).iter().enumerate() {
         let coord = if a == axis {
             idx
         } else {
@@ -102,12 +116,7 @@ pub(crate) fn take_along_axis(em: &mut Emitter, x: Val, idx: Val, axis: usize) -
         };
         flat = Some(add_scaled(em, flat, coord, stride)?);
     }
-    let n = accy_ir::element_count(&dims).unwrap_or(0);
-    let data = em.reshape(x, &[n])?;
-    match flat {
-        Some(f) => em.gather(data, f, 0),
-        None => Ok(x),
-    }
+    flat.map_or_else(|| invalid("indices must have rank ≥ 1"), Ok)
 }
 
 /// `GatherND(data, indices; batch_dims)`.

@@ -14,8 +14,10 @@ mod loss;
 mod matmul;
 mod norm;
 mod pool;
+mod quant;
 mod reduce;
 mod resize;
+mod scatter;
 mod shape;
 mod slice;
 mod window;
@@ -157,6 +159,15 @@ const TABLE: &[(&str, i64, Importer)] = &[
     ("Conv", 13, conv::conv),
     ("ConvTranspose", 13, conv::conv_transpose),
     ("Resize", 13, resize::resize),
+    ("QuantizeLinear", 13, quant::quantize),
+    ("DequantizeLinear", 13, quant::dequantize),
+    ("QLinearMatMul", 13, quant::qlinear_matmul),
+    ("ScatterElements", 13, scatter::scatter_elements),
+    ("ScatterND", 13, scatter::scatter_nd),
+    ("TopK", 13, scatter::top_k),
+    ("HannWindow", 17, generate::window),
+    ("HammingWindow", 17, generate::window),
+    ("BlackmanWindow", 17, generate::window),
 ];
 
 /// ONNX ops the IR cannot express exactly today, with the reason given when one is met.
@@ -183,7 +194,6 @@ const REFUSED: &[(&str, &str)] = &[
         "Unique",
         "its output shape depends on the data (accy compiles static shapes)",
     ),
-    ("TopK", "accy's IR has no sort"),
     ("If", "control flow (subgraphs) is not supported"),
     ("Loop", "control flow (subgraphs) is not supported"),
     ("Scan", "control flow (subgraphs) is not supported"),
