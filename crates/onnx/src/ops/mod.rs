@@ -221,3 +221,25 @@ pub(crate) fn import(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     }
     importer(em, node)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_names_are_unique_and_refused_ops_have_no_importer() {
+        let mut names: Vec<&str> = supported_ops().map(|(n, _)| n).collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "an op is listed twice");
+        for (refused, _) in REFUSED {
+            assert!(
+                !names.contains(refused),
+                "{refused} is both imported and refused"
+            );
+        }
+        assert!(supported_ops().all(|(_, since)| (13..=24).contains(&since)));
+        assert_eq!(count, 137);
+    }
+}
