@@ -20,6 +20,9 @@ use crate::error::{NodeError, NodeResult};
 /// are left to the compiled program (so a weight is never copied into a constant).
 pub(crate) const FOLD_LIMIT: u64 = 4096;
 
+/// A folded result may exceed its operands' total size only up to this many elements.
+pub(crate) const EXPAND_LIMIT: u64 = 64;
+
 /// Initializers with at most this many elements enter the program as constants; larger ones
 /// become named weights.
 pub(crate) const INLINE_LIMIT: u64 = 16;
@@ -207,7 +210,15 @@ impl Emitter {
         let types: Vec<Type> = tensors.iter().map(|t| t.ty()).collect();
         let refs: Vec<&Type> = types.iter().collect();
         let ty = infer_type(&op, &refs).ok()?;
-        if !small(&ty) {
+        // Fold results that are small, and no larger than their operands beyond a few
+        // elements: an expansion (`broadcast` of a scalar, `iota`) stays an instruction rather
+        // than becoming a large literal.
+        let operand_elements: u64 = types.iter().filter_map(|t| t.element_count()).sum();
+        if !small(&ty)
+            || ty
+                .element_count()
+                .is_none_or(|n| n > operand_elements.max(EXPAND_LIMIT))
+        {
             return None;
         }
         let mut program = Program::default();
