@@ -97,8 +97,9 @@ impl fmt::Display for NodeError {
             NodeError::Unsupported(m) | NodeError::Invalid(m) => f.write_str(m),
             NodeError::NeedsConstant { value, what } => write!(
                 f,
-                "{what} must be known when importing, but `{value}` depends on a graph input \
-                 (accy compiles static shapes; fix the input's value to make it constant)"
+                "{what} must be known when importing, but `{value}` depends on the values of \
+                 graph inputs (accy compiles static shapes: such inputs must be fixed to \
+                 constants when importing)"
             ),
         }
     }

@@ -39,6 +39,27 @@ pub(crate) fn scalar_tensor(dtype: DType, x: f64) -> Tensor {
     Tensor::scalar(data).unwrap_or_else(|_| Tensor::f32s(&[], vec![0.0]))
 }
 
+/// The smallest value of `dtype` (the identity of a maximum; padding that never wins one).
+pub(crate) fn lowest(dtype: DType) -> f64 {
+    match dtype {
+        DType::I32 => f64::from(i32::MIN),
+        DType::I64 => i64::MIN as f64,
+        DType::U8 => 0.0,
+        _ => f64::NEG_INFINITY,
+    }
+}
+
+/// The largest value of `dtype` (the identity of a minimum).
+pub(crate) fn highest(dtype: DType) -> f64 {
+    match dtype {
+        DType::I32 => f64::from(i32::MAX),
+        // Rounds up to 2^63, which `scalar_tensor` saturates to i64::MAX.
+        DType::I64 => i64::MAX as f64,
+        DType::U8 => 255.0,
+        _ => f64::INFINITY,
+    }
+}
+
 impl Emitter {
     /// A rank-0 known value of `dtype` holding `x`.
     pub(crate) fn scalar(&mut self, dtype: DType, x: f64) -> Val {

@@ -258,51 +258,51 @@ impl<'a> Field<'a> {
 
     /// Appends the value(s) of a repeated 4-byte field, packed or not, to `out` as raw bits.
     pub(crate) fn fixed32s_into(&self, what: &str, out: &mut Vec<u32>) -> Result<(), DecodeError> {
-        match self.value {
-            Value::Fixed32(v) => out.push(v),
-            Value::Len(m) => {
-                if m.bytes.len() % 4 != 0 {
-                    return Err(error(
-                        m.base,
-                        format!(
-                            "packed {what} has {} bytes, not a multiple of 4",
-                            m.bytes.len()
-                        ),
-                    ));
-                }
-                out.extend(m.bytes.chunks_exact(4).map(|c| {
-                    let mut a = [0u8; 4];
-                    a.copy_from_slice(c);
-                    u32::from_le_bytes(a)
-                }));
-            }
-            _ => return Err(self.wrong_type(what, "32-bit values")),
-        }
-        Ok(())
+        let single = match self.value {
+            Value::Fixed32(v) => Some(v),
+            _ => None,
+        };
+        self.fixed_into(what, single, out, u32::from_le_bytes)
     }
 
     /// Appends the value(s) of a repeated 8-byte field, packed or not, to `out` as raw bits.
     pub(crate) fn fixed64s_into(&self, what: &str, out: &mut Vec<u64>) -> Result<(), DecodeError> {
-        match self.value {
-            Value::Fixed64(v) => out.push(v),
-            Value::Len(m) => {
-                if m.bytes.len() % 8 != 0 {
-                    return Err(error(
-                        m.base,
-                        format!(
-                            "packed {what} has {} bytes, not a multiple of 8",
-                            m.bytes.len()
-                        ),
-                    ));
-                }
-                out.extend(m.bytes.chunks_exact(8).map(|c| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(c);
-                    u64::from_le_bytes(a)
-                }));
-            }
-            _ => return Err(self.wrong_type(what, "64-bit values")),
+        let single = match self.value {
+            Value::Fixed64(v) => Some(v),
+            _ => None,
+        };
+        self.fixed_into(what, single, out, u64::from_le_bytes)
+    }
+
+    /// A repeated `N`-byte field: one unpacked value (`single`) or a packed run.
+    fn fixed_into<T, const N: usize>(
+        &self,
+        what: &str,
+        single: Option<T>,
+        out: &mut Vec<T>,
+        decode: fn([u8; N]) -> T,
+    ) -> Result<(), DecodeError> {
+        if let Some(v) = single {
+            out.push(v);
+            return Ok(());
         }
+        let Value::Len(m) = self.value else {
+            return Err(self.wrong_type(what, &format!("{}-bit values", N * 8)));
+        };
+        if m.bytes.len() % N != 0 {
+            return Err(error(
+                m.base,
+                format!(
+                    "packed {what} has {} bytes, not a multiple of {N}",
+                    m.bytes.len()
+                ),
+            ));
+        }
+        out.extend(m.bytes.chunks_exact(N).map(|c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            decode(a)
+        }));
         Ok(())
     }
 }

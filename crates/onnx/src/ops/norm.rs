@@ -75,9 +75,9 @@ fn stash_dtype(node: &Node) -> NodeResult<DType> {
     }
 }
 
-/// `LayerNormalization(X, Scale, B?; axis, epsilon, stash_type)` with its optional `Mean`
-/// and `InvStdDev` outputs.
-pub(super) fn layer_norm(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
+/// What `LayerNormalization` and `RMSNormalization` share: the input's dtype, the input
+/// converted to the `stash_type`, the axes from `axis` to the last, and `epsilon`.
+fn last_axes_norm(em: &mut Emitter, node: &Node) -> NodeResult<(DType, Val, Vec<u32>, f64)> {
     node.check_attrs(&["axis", "epsilon", "stash_type"])?;
     let x = node.input(0)?;
     let d = node.expect_float(em, x)?;
@@ -85,8 +85,15 @@ pub(super) fn layer_norm(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> 
     let axis = norm_axis(node.int("axis", -1)?, rank)?;
     let axes: Vec<u32> = (axis as u32..rank as u32).collect();
     let eps = f64::from(node.float("epsilon", 1e-5)?);
-    let stash = stash_dtype(node)?;
-    let xs = em.convert(x, stash)?;
+    let xs = em.convert(x, stash_dtype(node)?)?;
+    Ok((d, xs, axes, eps))
+}
+
+/// `LayerNormalization(X, Scale, B?; axis, epsilon, stash_type)` with its optional `Mean`
+/// and `InvStdDev` outputs.
+pub(super) fn layer_norm(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
+    let (d, xs, axes, eps) = last_axes_norm(em, node)?;
+    let stash = em.dtype(xs);
     let mean = mean_keepdims(em, xs, &axes)?;
     let dev = em.binary(BinaryOp::Sub, xs, mean)?;
     let sq = em.binary(BinaryOp::Mul, dev, dev)?;
@@ -107,14 +114,7 @@ pub(super) fn layer_norm(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> 
 /// `RMSNormalization(X, scale; axis, epsilon, stash_type)`:
 /// `X / sqrt(mean(X²) + epsilon) * scale`.
 pub(super) fn rms_norm(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
-    node.check_attrs(&["axis", "epsilon", "stash_type"])?;
-    let x = node.input(0)?;
-    let d = node.expect_float(em, x)?;
-    let rank = em.rank(x);
-    let axis = norm_axis(node.int("axis", -1)?, rank)?;
-    let axes: Vec<u32> = (axis as u32..rank as u32).collect();
-    let eps = f64::from(node.float("epsilon", 1e-5)?);
-    let xs = em.convert(x, stash_dtype(node)?)?;
+    let (d, xs, axes, eps) = last_axes_norm(em, node)?;
     let sq = em.binary(BinaryOp::Mul, xs, xs)?;
     let ms = mean_keepdims(em, sq, &axes)?;
     let ms = em.binary_scalar(BinaryOp::Add, ms, eps)?;

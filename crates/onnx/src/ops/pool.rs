@@ -6,6 +6,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, Tensor, UnaryOp};
 
 use crate::emit::{Emitter, Val};
 use crate::error::{invalid, unsupported, NodeResult};
+use crate::helpers::lowest;
 use crate::node::Node;
 use crate::ops::window::{geometry, pad_for, patches, taps, Axis, Rule};
 
@@ -21,8 +22,18 @@ const WINDOW_ATTRS: [&str; 6] = [
     "strides",
 ];
 
-/// The input, its dims and the window geometry from `kernel_shape`.
-fn setup(em: &Emitter, node: &Node) -> NodeResult<(Val, Vec<Axis>)> {
+/// Checks the window attributes plus `extra`, and returns the input, the window geometry
+/// from `kernel_shape`, and the windows of the input padded with `fill(dtype)`
+/// (`[N, C, K, out…]`).
+fn windows(
+    em: &mut Emitter,
+    node: &Node,
+    extra: &str,
+    fill: fn(DType) -> f64,
+) -> NodeResult<(Val, Vec<Axis>, Val)> {
+    let mut attrs = WINDOW_ATTRS.to_vec();
+    attrs.push(extra);
+    node.check_attrs(&attrs)?;
     let x = node.input(0)?;
     let dims = em.dims(x);
     let kernel: Vec<u64> = node
@@ -32,17 +43,10 @@ fn setup(em: &Emitter, node: &Node) -> NodeResult<(Val, Vec<Axis>)> {
         .map(|&k| u64::try_from(k).unwrap_or(0))
         .collect();
     let axes = geometry(node, &dims, &kernel, Rule::Pool)?;
-    Ok((x, axes))
-}
-
-/// The smallest value of `d` (what padding may never win a max against).
-fn lowest(d: DType) -> f64 {
-    match d {
-        DType::I32 => f64::from(i32::MIN),
-        DType::I64 => i64::MIN as f64,
-        DType::U8 => 0.0,
-        _ => f64::NEG_INFINITY,
-    }
+    let value = em.scalar(em.dtype(x), fill(em.dtype(x)));
+    let padded = pad_for(em, x, value, &axes)?;
+    let p = patches(em, padded, &axes)?;
+    Ok((x, axes, p))
 }
 
 /// Which window taps an average divides by.
@@ -98,14 +102,7 @@ fn counts(em: &mut Emitter, axes: &[Axis], d: DType, count: Count) -> NodeResult
 
 /// `MaxPool(X; …, storage_order)` → `(Y, Indices)`.
 pub(super) fn max_pool(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
-    let mut attrs = WINDOW_ATTRS.to_vec();
-    attrs.push("storage_order");
-    node.check_attrs(&attrs)?;
-    let (x, axes) = setup(em, node)?;
-    let d = em.dtype(x);
-    let fill = em.scalar(d, lowest(d));
-    let padded = pad_for(em, x, fill, &axes)?;
-    let p = patches(em, padded, &axes)?;
+    let (x, axes, p) = windows(em, node, "storage_order", lowest)?;
     let y = em.reduce(ReduceOp::Max, p, &[2])?;
     let indices = max_indices(em, node, x, p, &axes)?;
     Ok(vec![y, indices])
@@ -183,14 +180,8 @@ fn max_indices(em: &mut Emitter, node: &Node, x: Val, p: Val, axes: &[Axis]) -> 
 
 /// `AveragePool(X; …, count_include_pad)`.
 pub(super) fn average_pool(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
-    let mut attrs = WINDOW_ATTRS.to_vec();
-    attrs.push("count_include_pad");
-    node.check_attrs(&attrs)?;
-    let (x, axes) = setup(em, node)?;
+    let (x, axes, p) = windows(em, node, "count_include_pad", |_| 0.0)?;
     let d = node.expect_float(em, x)?;
-    let zero = em.scalar(d, 0.0);
-    let padded = pad_for(em, x, zero, &axes)?;
-    let p = patches(em, padded, &axes)?;
     let sum = em.reduce(ReduceOp::Sum, p, &[2])?;
     let count = if node.int("count_include_pad", 0)? != 0 {
         Count::WithPads
@@ -203,18 +194,12 @@ pub(super) fn average_pool(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>
 
 /// `LpPool(X; …, p)`: `(Σ |x|^p)^(1/p)` over each window.
 pub(super) fn lp_pool(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
-    let mut attrs = WINDOW_ATTRS.to_vec();
-    attrs.push("p");
-    node.check_attrs(&attrs)?;
-    let (x, axes) = setup(em, node)?;
-    let d = node.expect_float(em, x)?;
+    let (x, _, w) = windows(em, node, "p", |_| 0.0)?;
+    node.expect_float(em, x)?;
     let p = node.int("p", 2)?;
     if p <= 0 {
         return invalid(format!("p {p} must be positive"));
     }
-    let zero = em.scalar(d, 0.0);
-    let padded = pad_for(em, x, zero, &axes)?;
-    let w = patches(em, padded, &axes)?;
     let a = em.unary(UnaryOp::Abs, w)?;
     let powered = em.binary_scalar(BinaryOp::Pow, a, p as f64)?;
     let s = em.reduce(ReduceOp::Sum, powered, &[2])?;

@@ -7,6 +7,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp};
 
 use crate::emit::{Emitter, Val};
 use crate::error::{invalid, unsupported, NodeResult};
+use crate::helpers::{highest, lowest};
 use crate::node::{norm_axis, Node};
 use crate::ops::index::{linear_index, wrap_negative};
 
@@ -69,7 +70,7 @@ fn scatter_flat(
             let (op, bin, id) = if reduction == "max" {
                 (ReduceOp::Max, BinaryOp::Max, lowest(d))
             } else {
-                (ReduceOp::Min, BinaryOp::Min, -lowest(d))
+                (ReduceOp::Min, BinaryOp::Min, highest(d))
             };
             let m = combined(em, op, id)?;
             // Positions without an update keep their value (the identity never wins).
@@ -82,15 +83,6 @@ fn scatter_flat(
         }
     };
     em.reshape(out, &dims)
-}
-
-fn lowest(d: DType) -> f64 {
-    match d {
-        DType::I32 => f64::from(i32::MIN),
-        DType::I64 => i64::MIN as f64,
-        DType::U8 => 0.0,
-        _ => f64::NEG_INFINITY,
-    }
 }
 
 /// `ScatterElements(data, indices, updates; axis, reduction)`.
@@ -181,7 +173,7 @@ pub(super) fn top_k(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     let (op, fill) = if largest {
         (ReduceOp::Max, lowest(d))
     } else {
-        (ReduceOp::Min, -lowest(d))
+        (ReduceOp::Min, highest(d))
     };
     let a = [axis as u32];
     let n = dims[axis];
