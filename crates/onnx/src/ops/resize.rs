@@ -135,7 +135,7 @@ fn axis_taps(
                 }
                 t => return invalid(format!("coordinate_transformation_mode `{t}`")),
             };
-            if !(x_ori.abs() < 1e15) {
+            if x_ori.is_nan() || x_ori.abs() >= 1e15 {
                 return invalid(format!("output index {x} maps to input coordinate {x_ori}"));
             }
             let ratio = if x_ori.fract() == 0.0 {
