@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: runs the criterion benchmarks and prints each median as a ratio to the
 //! reference measured in the same run (a bench whose name contains `reference`, in the same
-//! group), because absolute times on a shared 2-core machine say little on their own.
+//! group), because absolute times on a shared 2-core machine say little on their own. Table
+//! benchmarks (`parallel`) are their own harness and print their own table with its in-run
+//! references.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -9,7 +11,12 @@ use std::process::{Command, Stdio};
 const BENCHES: &[(&str, &str, &str)] = &[
     ("compile", "accy-session", "compile"),
     ("invoke", "accy-session", "invoke"),
+    ("parallel", "accy-session", "parallel"),
 ];
+
+/// Benchmarks that are their own harness and print their own table (with the in-run
+/// references it needs); the others are criterion's.
+const TABLES: &[&str] = &["parallel"];
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut names = Vec::new();
@@ -39,9 +46,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .ok_or("unreachable")?;
         let (warm, measure) = if quick { ("0.3", "1") } else { ("1", "3") };
         println!("xtask: cargo bench -p {package} --bench {target}");
-        let mut child = Command::new("cargo")
-            .args(["bench", "-p", package, "--bench", target, "--", "--noplot"])
-            .args(["--warm-up-time", warm, "--measurement-time", measure])
+        let table = TABLES.contains(&name);
+        let mut command = Command::new("cargo");
+        command.args(["bench", "-p", package, "--bench", target, "--"]);
+        if table {
+            if quick {
+                command.arg("--quick");
+            }
+        } else {
+            command
+                .arg("--noplot")
+                .args(["--warm-up-time", warm, "--measurement-time", measure]);
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| format!("running cargo bench: {e}"))?;
@@ -59,7 +76,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         if !status.success() {
             return Err(format!("bench `{name}` failed ({status})"));
         }
-        print!("{}", ratio_table(&parse_medians(&log)));
+        if !table {
+            print!("{}", ratio_table(&parse_medians(&log)));
+        }
     }
     Ok(())
 }

@@ -7,8 +7,9 @@
 //!   `RUSTC_BOOTSTRAP=1` (the stable toolchain ships the ASan runtime). The corpus is seeded
 //!   from the checked-in golden files, and a summary line reports executions per second.
 //! - `fuzz list`: the available targets.
-//! - `bench <compile|invoke|all> [--quick]`: criterion benchmarks, summarised as a table of
-//!   medians with ratios to the reference each group measures in the same run.
+//! - `bench <compile|invoke|parallel|all> [--quick]`: criterion benchmarks, summarised as a
+//!   table of medians with ratios to the reference each group measures in the same run; table
+//!   benchmarks (`parallel`) print their own.
 //! - `onnx-conformance [options]`: the ONNX backend node tests (onnx 1.19.0, installed into a
 //!   local virtual environment when missing) through the importer and the JIT; see `onnx.rs`.
 
@@ -32,7 +33,8 @@ usage: cargo xtask <command>
 commands:
   fuzz <target> [--seconds N] [--asan]   run a coverage-guided fuzzer (default 60 s)
   fuzz list                              list fuzz targets
-  bench <compile|invoke|all> [--quick]   run benchmarks; print medians and in-run ratios
+  bench <compile|invoke|parallel|all> [--quick]
+                                         run benchmarks; print medians and in-run ratios
   onnx-conformance [--help]              run the ONNX backend node tests through accy
 ";
 

@@ -13,22 +13,27 @@ mod common;
 use accy_ir::interp::eval;
 use accy_ir::{gen, text, Program, Tensor};
 use accy_lower::aarch64::A64Target;
-use accy_lower::testing::same_results;
+use accy_lower::testing::{run_artifact, same_results};
 use accy_lower::{compile, Options, Target};
+use common::EmulatorRunner;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-fn check(program: &Program, args: &[Tensor]) -> Result<(), TestCaseError> {
-    let target = A64Target::new().with_float_reassociation(false);
+fn check(program: &Program, args: &[Tensor], runner: &EmulatorRunner) -> Result<(), TestCaseError> {
+    let target = A64Target::new();
     let listing = text::print(program);
     let expected = eval(program, args).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let artifact = compile(program, &target, &Options::default())
-        .map_err(|e| TestCaseError::fail(format!("compile failed: {e}\n{listing}")))?;
+    let artifact = compile(
+        program,
+        &target,
+        &Options::default().with_reassociate(false),
+    )
+    .map_err(|e| TestCaseError::fail(format!("compile failed: {e}\n{listing}")))?;
     if artifact.target != target.spec() {
         return Err(TestCaseError::fail(
             "artifact does not record the aarch64 target",
         ));
     }
-    let actual = common::run_artifact(&artifact, program, args)
+    let actual = run_artifact(&artifact, program, args, runner)
         .map_err(|e| TestCaseError::fail(format!("run failed: {e}\n{listing}")))?;
     same_results(&expected, &actual)
         .map_err(|e| TestCaseError::fail(format!("aarch64: {e}\nprogram:\n{listing}")))
@@ -45,13 +50,14 @@ fn differential_aarch64() {
         failure_persistence: None,
         ..Config::default()
     });
+    let emulator = EmulatorRunner::default();
     let result = runner.run(&gen::arb_program_and_args(), |(program, args)| {
-        check(&program, &args)
+        check(&program, &args, &emulator)
     });
     // The reason already holds the failing program as text; skip proptest's Debug dump.
     match result {
         Ok(()) => {
-            let dispatches = common::DISPATCHES.load(std::sync::atomic::Ordering::Relaxed);
+            let dispatches = emulator.runs.load(std::sync::atomic::Ordering::Relaxed);
             assert!(
                 dispatches >= cases as usize / 2,
                 "only {dispatches} dispatches ran in {cases} programs"

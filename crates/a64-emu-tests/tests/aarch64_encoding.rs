@@ -158,7 +158,9 @@ fn aarch64_encoding_tables() {
     let target = A64Target::new();
     for (file, k) in kernels() {
         k.validate().expect("valid kernel");
-        let code = target.emit(std::slice::from_ref(&k)).expect("emit");
+        let code = target
+            .emit(std::slice::from_ref(&k), &accy_lower::Options::default())
+            .expect("emit");
         assert_eq!(code.code.len() % 4, 0);
         let listing = disassemble(&code.code)
             .unwrap_or_else(|at| panic!("{file}: undecodable word at {at:#x}"));
@@ -199,7 +201,10 @@ fn aarch64_decoder_reads_known_words() {
 fn aarch64_llvm_mc_agrees_every_word_is_valid() {
     let target = A64Target::new();
     for (file, k) in kernels() {
-        let code = target.emit(std::slice::from_ref(&k)).expect("emit").code;
+        let code = target
+            .emit(std::slice::from_ref(&k), &accy_lower::Options::default())
+            .expect("emit")
+            .code;
         let hex: Vec<String> = code.iter().map(|b| format!("0x{b:02x}")).collect();
         let child = std::process::Command::new("llvm-mc")
             .args(["-triple=aarch64", "-disassemble"])

@@ -11,15 +11,27 @@
 //! Every kernel entry point ([`crate::KernelEntry`]) has the signature [`KernelFn`]:
 //!
 //! ```text
-//! extern "C" fn(state: *const DispatchState, workgroup: u32) -> u32
+//! extern "C" fn(state: *const DispatchState, workgroup: u32, worker: u32) -> u32
 //! ```
 //!
 //! in the platform C calling convention of the artifact's architecture (System V AMD64 on
 //! x86-64, AAPCS64 on AArch64; a Windows x64 target would need its own convention recorded in
 //! [`crate::TargetSpec`] and is not supported yet). `workgroup` is in
-//! `0..state.workgroup_count`. The return value is a status: [`KERNEL_OK`] (0) on success;
-//! any other value stops the launch, and the runtime reports it as a launch failure naming the
-//! kernel and the value.
+//! `0..state.workgroup_count`. `worker` names the thread making the call, in
+//! `0..state.worker_count`: at any moment at most one call of a dispatch runs with a given
+//! `worker`, so the worker's slice of [`DispatchState::worker_scratch`] is private to the call.
+//! The return value is a status: [`KERNEL_OK`] (0) on success; any other value stops the
+//! launch, and the runtime reports it as a launch failure naming the kernel and the value.
+//!
+//! # Workgroups and workers
+//!
+//! A runtime may run the workgroups of one dispatch in any order and at the same time on
+//! several threads (a thread pool); a kernel computes the same bytes whatever the order, the
+//! thread or the number of threads. A kernel that needs working memory larger than its stack
+//! frame (packed GEMM panels) declares it per worker in [`crate::KernelEntry::worker_scratch`];
+//! the runtime then gives every worker index its own `worker_scratch_stride` bytes at
+//! `worker_scratch + worker * worker_scratch_stride`, aligned to [`WORKER_SCRATCH_ALIGN`]. The
+//! contents are unspecified at the start of each call.
 //!
 //! # What a kernel may and must do
 //!
@@ -44,7 +56,8 @@
 
 /// The version of the dispatch ABI described in this module. Stored in
 /// [`crate::Artifact::abi_version`] and in [`DispatchState::abi_version`].
-pub const ABI_VERSION: u32 = 1;
+/// Version 2 added the worker argument and the worker-scratch fields.
+pub const ABI_VERSION: u32 = 2;
 
 /// Status a kernel returns on success. Any other value is a failure.
 pub const KERNEL_OK: u32 = 0;
@@ -57,6 +70,18 @@ pub const KERNEL_ABI_MISMATCH: u32 = 1;
 /// was compiled for, or a binding shorter than the bytes it accesses: the runtime and the
 /// artifact disagree, and running would touch memory outside the bindings.
 pub const KERNEL_BINDING_MISMATCH: u32 = 2;
+
+/// Status a kernel returns when the worker index is out of range or the worker scratch is
+/// smaller than its entry declares: the runtime and the artifact disagree.
+pub const KERNEL_WORKER_MISMATCH: u32 = 3;
+
+/// The alignment, in bytes, of every worker's scratch slice (a cache line, and the widest
+/// vector register).
+pub const WORKER_SCRATCH_ALIGN: u64 = 64;
+
+/// The most worker scratch, in bytes, one kernel may declare (1 GiB): bounds what a runtime
+/// allocates per worker; the validator enforces it.
+pub const MAX_WORKER_SCRATCH: u64 = 1 << 30;
 
 /// The most bindings one dispatch may have. Bounded so a runtime can keep a dispatch's
 /// pointer and length arrays in fixed-size storage; the validator enforces it.
@@ -73,11 +98,12 @@ pub const MAX_KERNEL_STACK: u32 = 64 * 1024;
 ///
 /// This is a type definition only; the crate never creates a value of it. The runtime
 /// obtains one from published executable memory.
-pub type KernelFn = unsafe extern "C" fn(state: *const DispatchState, workgroup: u32) -> u32;
+pub type KernelFn =
+    unsafe extern "C" fn(state: *const DispatchState, workgroup: u32, worker: u32) -> u32;
 
 /// The read-only context a kernel receives for one dispatch: binding base addresses and byte
-/// lengths as parallel arrays, the scalars, the number of workgroups, and the runtime's import
-/// table of math functions.
+/// lengths as parallel arrays, the scalars, the number of workgroups, the runtime's import
+/// table of math functions, and the worker scratch.
 ///
 /// The runtime fills one per [`crate::Command::Dispatch`] (binding `i` of the command is entry
 /// `i` of both arrays) and keeps it and the arrays alive, unchanged, until every workgroup
@@ -85,7 +111,7 @@ pub type KernelFn = unsafe extern "C" fn(state: *const DispatchState, workgroup:
 /// what generated code reads, not an owning Rust value: it is neither `Send` nor `Sync`, and
 /// nothing about it is valid beyond the dispatch it was filled for.
 ///
-/// The layout is fixed (`#[repr(C)]`, 48 bytes, 8-byte aligned on the 64-bit targets accy
+/// The layout is fixed (`#[repr(C)]`, 72 bytes, 8-byte aligned on the 64-bit targets accy
 /// supports); emitters address fields with the `OFFSET_*` constants.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -108,6 +134,18 @@ pub struct DispatchState {
     /// being the function of the [`crate::Import`] whose `index()` is `i`, with that import's
     /// signature. Never null; the same table serves every dispatch.
     pub imports: *const *const (),
+    /// Base of the worker scratch: worker `w` owns `worker_scratch_stride` bytes at
+    /// `worker_scratch + w * worker_scratch_stride` (see the module documentation). Arbitrary
+    /// (possibly null) when the stride is 0.
+    pub worker_scratch: *mut u8,
+    /// Bytes of worker scratch each worker index owns: at least the largest
+    /// [`crate::KernelEntry::worker_scratch`] of the artifact, a multiple of
+    /// [`WORKER_SCRATCH_ALIGN`].
+    pub worker_scratch_stride: u64,
+    /// Number of worker indices a call may receive.
+    pub worker_count: u32,
+    /// Zero; keeps the struct's size a multiple of its alignment.
+    pub reserved: u32,
 }
 
 impl DispatchState {
@@ -127,10 +165,18 @@ impl DispatchState {
     pub const OFFSET_WORKGROUP_COUNT: u32 = 36;
     /// Byte offset of [`DispatchState::imports`] (a 64-bit pointer).
     pub const OFFSET_IMPORTS: u32 = 40;
+    /// Byte offset of [`DispatchState::worker_scratch`] (a 64-bit pointer).
+    pub const OFFSET_WORKER_SCRATCH: u32 = 48;
+    /// Byte offset of [`DispatchState::worker_scratch_stride`] (a `u64`).
+    pub const OFFSET_WORKER_SCRATCH_STRIDE: u32 = 56;
+    /// Byte offset of [`DispatchState::worker_count`] (a `u32`).
+    pub const OFFSET_WORKER_COUNT: u32 = 64;
+    /// Byte offset of [`DispatchState::reserved`] (a `u32`).
+    pub const OFFSET_RESERVED: u32 = 68;
     /// Size in bytes of one entry of the `imports` table (a function address).
     pub const IMPORT_STRIDE: u32 = 8;
     /// Size of the struct in bytes.
-    pub const SIZE: u32 = 48;
+    pub const SIZE: u32 = 72;
     /// Alignment of the struct in bytes.
     pub const ALIGN: u32 = 8;
     /// Size in bytes of one entry of the `bindings` array (a pointer).
@@ -154,6 +200,10 @@ const _: () = {
     assert!(offset_of!(S, scalar_count) == S::OFFSET_SCALAR_COUNT as usize);
     assert!(offset_of!(S, workgroup_count) == S::OFFSET_WORKGROUP_COUNT as usize);
     assert!(offset_of!(S, imports) == S::OFFSET_IMPORTS as usize);
+    assert!(offset_of!(S, worker_scratch) == S::OFFSET_WORKER_SCRATCH as usize);
+    assert!(offset_of!(S, worker_scratch_stride) == S::OFFSET_WORKER_SCRATCH_STRIDE as usize);
+    assert!(offset_of!(S, worker_count) == S::OFFSET_WORKER_COUNT as usize);
+    assert!(offset_of!(S, reserved) == S::OFFSET_RESERVED as usize);
     assert!(size_of::<*const ()>() == S::IMPORT_STRIDE as usize);
     assert!(size_of::<S>() == S::SIZE as usize);
     assert!(align_of::<S>() == S::ALIGN as usize);
@@ -179,6 +229,10 @@ mod tests {
             (DispatchState::OFFSET_SCALAR_COUNT, 4),
             (DispatchState::OFFSET_WORKGROUP_COUNT, 4),
             (DispatchState::OFFSET_IMPORTS, 8),
+            (DispatchState::OFFSET_WORKER_SCRATCH, 8),
+            (DispatchState::OFFSET_WORKER_SCRATCH_STRIDE, 8),
+            (DispatchState::OFFSET_WORKER_COUNT, 4),
+            (DispatchState::OFFSET_RESERVED, 4),
         ];
         let mut next = 0;
         for (offset, size) in fields {
@@ -187,7 +241,7 @@ mod tests {
             next = offset + size;
         }
         assert_eq!(next, DispatchState::SIZE);
-        assert_eq!(ABI_VERSION, 1);
+        assert_eq!(ABI_VERSION, 2);
         assert_eq!(KERNEL_OK, 0);
     }
 
@@ -195,13 +249,20 @@ mod tests {
     fn a_rust_kernel_with_the_abi_signature_reads_its_state() {
         // A kernel written in Rust against the same definition: proves the signature and
         // field meanings compose (the runtime calls JIT code the same way).
-        unsafe extern "C" fn sum_first_binding(state: *const DispatchState, wg: u32) -> u32 {
+        unsafe extern "C" fn sum_first_binding(
+            state: *const DispatchState,
+            wg: u32,
+            worker: u32,
+        ) -> u32 {
             // SAFETY: the caller below passes a state whose arrays hold `binding_count` and
             // `scalar_count` valid entries, and binding 0 is `binding_lengths[0]` bytes.
             unsafe {
                 let s = &*state;
                 if s.abi_version != ABI_VERSION || wg >= s.workgroup_count {
                     return KERNEL_ABI_MISMATCH;
+                }
+                if worker >= s.worker_count {
+                    return KERNEL_WORKER_MISMATCH;
                 }
                 let base = *s.bindings;
                 let len = *s.binding_lengths;
@@ -228,15 +289,22 @@ mod tests {
             scalar_count: 1,
             workgroup_count: 2,
             imports: std::ptr::null(),
+            worker_scratch: std::ptr::null_mut(),
+            worker_scratch_stride: 0,
+            worker_count: 1,
+            reserved: 0,
         };
         let kernel: KernelFn = sum_first_binding;
         // SAFETY: `state` and every array it points to live until the call returns, and the
         // counts and lengths match the arrays.
-        let status = unsafe { kernel(&state, 1) };
+        let status = unsafe { kernel(&state, 1, 0) };
         assert_eq!(status, KERNEL_OK);
         assert_eq!(output[0], 1 + 10 + 1 + 2 + 3);
         // SAFETY: as above.
-        let status = unsafe { kernel(&state, 2) };
+        let status = unsafe { kernel(&state, 2, 0) };
         assert_eq!(status, KERNEL_ABI_MISMATCH);
+        // SAFETY: as above.
+        let status = unsafe { kernel(&state, 0, 1) };
+        assert_eq!(status, KERNEL_WORKER_MISMATCH);
     }
 }

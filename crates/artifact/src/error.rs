@@ -63,6 +63,22 @@ pub enum ArtifactError {
         name: String,
     },
 
+    /// A kernel declares more worker scratch than [`crate::abi::MAX_WORKER_SCRATCH`].
+    #[error(
+        "kernel {kernel} `{name}` declares {bytes} bytes of worker scratch; at most {max} are \
+         allowed"
+    )]
+    WorkerScratchTooLarge {
+        /// Index in [`crate::Artifact::kernels`].
+        kernel: usize,
+        /// Its name.
+        name: String,
+        /// What it declares.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+
     /// A kernel's code range does not lie inside [`crate::Artifact::code`].
     #[error(
         "kernel {kernel} `{name}`: code at offset {offset} length {len} exceeds the \

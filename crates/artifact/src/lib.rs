@@ -56,6 +56,9 @@ pub struct KernelEntry {
     /// Length of the kernel's code in bytes (at least 1); `offset..offset + len` lies inside
     /// the code. Kernels may share code bytes (e.g. a common tail), so ranges may overlap.
     pub len: u32,
+    /// Bytes of worker scratch each worker running this kernel needs (0 for none); see
+    /// [`abi`]'s "Workgroups and workers".
+    pub worker_scratch: u64,
 }
 
 /// The complete, inert result of compiling one program for one target.
@@ -157,11 +160,13 @@ mod tests {
             name: "k0".into(),
             offset: 1,
             len: 2,
+            worker_scratch: 0,
         });
         a.kernels.push(KernelEntry {
             name: "bad".into(),
             offset: 2,
             len: 5,
+            worker_scratch: 0,
         });
         let ty = Type::new(DType::F32, &[2]);
         let s = a
@@ -180,7 +185,7 @@ mod tests {
         assert_eq!(a.kernel_code(2), None);
         assert_eq!(
             a.to_string(),
-            "artifact abi 1 target x86_64+avx2\n\
+            "artifact abi 2 target x86_64+avx2\n\
              code 3 bytes, constants 0 bytes\n\
              kernel 0 `k0` at 1 length 2\n\
              kernel 1 `bad` at 2 length 5\n\

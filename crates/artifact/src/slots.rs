@@ -15,10 +15,10 @@
 //!   a multiple of the slot's alignment.
 //!
 //! **Donation.** A program output that reuses an input's buffer (`ir::Output::donates`) needs
-//! no special slot kind: lower emits a [`crate::Command::Copy`] from the input slot into the
-//! output slot and then updates the output slot in place. Input slots are never written (the
-//! validator refuses it), so the caller's inputs are never changed and a runtime need not know
-//! about donation at all.
+//! no special slot kind: lower computes the output's value straight into the output slot,
+//! reading the input slot like any other input. Input slots are never written (the validator
+//! refuses it), so the caller's inputs are never changed and a runtime need not know about
+//! donation at all; donation stays a placement hint.
 //!
 //! Distinct slots never share memory. A runtime must provide each slot its own, disjoint
 //! buffer (callers' buffers are checked for overlap at binding time).

@@ -5,7 +5,8 @@
 //! 1. the ABI version is [`abi::ABI_VERSION`]; every target feature belongs to the target's
 //!    architecture;
 //! 2. kernels: names non-empty and unique, length at least 1, `offset + len` inside `code`,
-//!    entry offsets aligned to [`crate::Arch::code_alignment`];
+//!    entry offsets aligned to [`crate::Arch::code_alignment`], worker scratch at most
+//!    [`abi::MAX_WORKER_SCRATCH`] bytes;
 //! 3. slots: at most `u32::MAX` of them; alignments are powers of two; input, output and weight
 //!    slots have a type whose dense size is the slot's size (a typed constant or scratch slot
 //!    too); input and output numbers are each dense `0..n` without duplicates; weight names
@@ -67,6 +68,9 @@ pub struct PlanSummary {
     pub constants_alignment: u64,
     /// Where each scratch slot sits in one block of private memory.
     pub scratch: ScratchLayout,
+    /// The worker-scratch stride a runtime gives: the largest
+    /// [`crate::KernelEntry::worker_scratch`], rounded up to [`abi::WORKER_SCRATCH_ALIGN`].
+    pub worker_scratch: u64,
 }
 
 impl PlanSummary {
@@ -85,8 +89,9 @@ impl Artifact {
     /// rules. It never panics, whatever the artifact holds.
     pub fn validate(&self) -> Result<PlanSummary, ArtifactError> {
         self.check_target()?;
-        self.check_kernels()?;
+        let worker_scratch = self.check_kernels()?;
         let mut summary = self.check_slots()?;
+        summary.worker_scratch = worker_scratch;
         self.check_commands(&mut summary.usage)?;
         self.check_outputs_written(&summary.outputs)?;
         Ok(summary)
@@ -109,8 +114,10 @@ impl Artifact {
         Ok(())
     }
 
-    fn check_kernels(&self) -> Result<(), ArtifactError> {
+    /// Checks every kernel entry; returns the worker-scratch stride they need.
+    fn check_kernels(&self) -> Result<u64, ArtifactError> {
         let alignment = self.target.arch.code_alignment();
+        let mut worker_scratch = 0u64;
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (i, k) in self.kernels.iter().enumerate() {
             if k.name.is_empty() {
@@ -148,8 +155,18 @@ impl Artifact {
                     arch: self.target.arch,
                 });
             }
+            if k.worker_scratch > abi::MAX_WORKER_SCRATCH {
+                return Err(ArtifactError::WorkerScratchTooLarge {
+                    kernel: i,
+                    name: k.name.clone(),
+                    bytes: k.worker_scratch,
+                    max: abi::MAX_WORKER_SCRATCH,
+                });
+            }
+            worker_scratch = worker_scratch.max(k.worker_scratch);
         }
-        Ok(())
+        // At most MAX_WORKER_SCRATCH (a multiple of the alignment), so this cannot overflow.
+        Ok(worker_scratch.next_multiple_of(abi::WORKER_SCRATCH_ALIGN))
     }
 
     fn check_slots(&self) -> Result<PlanSummary, ArtifactError> {
@@ -267,6 +284,7 @@ impl Artifact {
             weights,
             constants_alignment,
             scratch,
+            worker_scratch: 0,
         })
     }
 

@@ -102,7 +102,7 @@ fn inspect_shows_slots_commands_kernels_and_disassembly() {
         "s1: output 0 f32[64,1000] 256000 bytes align 4",
         "commands:",
         "0: dispatch kernel 0",
-        "kernel 0 `k0`: dims [64, 1000], 1 parallel + 1 reduced",
+        "0: kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced",
         "%0 = load b0[0 + 1000*i0 + i1] : f32",
         "store max over reduction dims",
         "exp %",

@@ -25,6 +25,11 @@ use accy_artifact::SlotId;
 
 use crate::aligned::AlignedBytes;
 use crate::loaded::{LoadedArtifact, SlotSource, Span};
+use crate::pool::Executor;
+
+/// The alignment of the worker-scratch block (and so of every worker's slice, whose stride is
+/// a multiple of it).
+const WORKER_ALIGN: usize = accy_artifact::abi::WORKER_SCRATCH_ALIGN as usize;
 
 /// Which list a caller buffer is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -127,6 +132,9 @@ pub enum BindingError {
 /// threads), but not shared: a run needs it exclusively.
 pub struct Scratch {
     memory: AlignedBytes,
+    /// Worker scratch: one `worker_scratch`-byte slice per worker index of the executor last
+    /// bound (see `accy_artifact::abi`).
+    workers: AlignedBytes,
     /// Base address of each slot of the artifact last bound (stale outside a [`Bindings`]).
     pub(crate) bases: Vec<*mut u8>,
     /// Address of each dispatch binding of the artifact last bound, in plan order.
@@ -154,6 +162,7 @@ impl fmt::Debug for Scratch {
         f.debug_struct("Scratch")
             .field("bytes", &self.memory.len())
             .field("alignment", &self.memory.alignment())
+            .field("worker_bytes", &self.workers.len())
             .field("slot_capacity", &self.bases.capacity())
             .field("binding_capacity", &self.binding_ptrs.capacity())
             .finish()
@@ -165,27 +174,50 @@ impl Scratch {
     pub const fn new() -> Scratch {
         Scratch {
             memory: AlignedBytes::empty(),
+            workers: AlignedBytes::empty(),
             bases: Vec::new(),
             binding_ptrs: Vec::new(),
         }
     }
 
-    /// A scratch already sized for `loaded`, so even its first run allocates nothing.
-    pub fn for_artifact(loaded: &LoadedArtifact) -> Result<Scratch, BindingError> {
+    /// A scratch already sized for `loaded` run by `workers` workers, so even its first run
+    /// allocates nothing.
+    pub fn for_artifact(loaded: &LoadedArtifact, workers: usize) -> Result<Scratch, BindingError> {
         let mut scratch = Scratch::new();
-        scratch.reserve_for(loaded)?;
+        scratch.reserve_for(loaded, workers)?;
         Ok(scratch)
     }
 
-    /// Grows this scratch, if needed, to serve `loaded`: a block of at least its scratch size
-    /// and alignment, and room for its slot and binding tables. Never shrinks.
-    pub fn reserve_for(&mut self, loaded: &LoadedArtifact) -> Result<(), BindingError> {
+    /// Grows this scratch, if needed, to serve `loaded` run by `workers` workers: a block of at
+    /// least its scratch size and alignment, `workers` worker-scratch slices, and room for its
+    /// slot and binding tables. Never shrinks.
+    pub fn reserve_for(
+        &mut self,
+        loaded: &LoadedArtifact,
+        workers: usize,
+    ) -> Result<(), BindingError> {
         let bytes = loaded.scratch_size();
         let alignment = loaded.scratch_alignment();
         if self.memory.len() < bytes || self.memory.alignment() < alignment {
             let bytes = bytes.max(self.memory.len());
             let alignment = alignment.max(self.memory.alignment());
             self.memory = AlignedBytes::zeroed(bytes, alignment).map_err(|failure| {
+                BindingError::ScratchOutOfMemory {
+                    bytes: failure.bytes,
+                    alignment: failure.alignment,
+                }
+            })?;
+        }
+        let stride = loaded.worker_scratch_stride();
+        let worker_bytes =
+            stride
+                .checked_mul(workers.max(1))
+                .ok_or(BindingError::ScratchOutOfMemory {
+                    bytes: usize::MAX,
+                    alignment: WORKER_ALIGN,
+                })?;
+        if self.workers.len() < worker_bytes {
+            self.workers = AlignedBytes::zeroed(worker_bytes, WORKER_ALIGN).map_err(|failure| {
                 BindingError::ScratchOutOfMemory {
                     bytes: failure.bytes,
                     alignment: failure.alignment,
@@ -210,6 +242,16 @@ impl Scratch {
         self.memory.alignment()
     }
 
+    /// The base of the worker-scratch block.
+    pub(crate) fn worker_ptr(&mut self) -> *mut u8 {
+        self.workers.as_mut_ptr()
+    }
+
+    /// The bytes of worker scratch held (all workers' slices).
+    pub fn worker_capacity(&self) -> usize {
+        self.workers.len()
+    }
+
     /// The first byte of the scratch block (for tests and diagnostics).
     pub fn as_ptr(&self) -> *const u8 {
         self.memory.as_ptr()
@@ -223,12 +265,14 @@ impl Scratch {
 pub struct Bindings<'a> {
     pub(crate) loaded: &'a LoadedArtifact,
     pub(crate) scratch: &'a mut Scratch,
+    pub(crate) executor: &'a dyn Executor,
     _buffers: PhantomData<(&'a [u8], &'a mut [u8])>,
 }
 
 impl fmt::Debug for Bindings<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Bindings")
+            .field("executor", &self.executor)
             .field("slots", &self.scratch.bases)
             .field("bindings", &self.scratch.binding_ptrs)
             .finish()
@@ -307,12 +351,14 @@ fn check_buffer(
 
 /// Checks `inputs` and `outputs` against `loaded`'s plan (see the module documentation) and
 /// binds every slot: caller buffers in place, weights and constants from `loaded`, scratch
-/// slots in `scratch` (grown first if it is too small for this plan).
+/// slots and one worker-scratch slice per worker of `executor` in `scratch` (grown first if it
+/// is too small for this plan). [`crate::run`] then runs the dispatches on `executor`.
 pub fn prepare_borrowed<'a>(
     loaded: &'a LoadedArtifact,
     inputs: &[&'a [u8]],
     outputs: &'a mut [&mut [u8]],
     scratch: &'a mut Scratch,
+    executor: &'a dyn Executor,
 ) -> Result<Bindings<'a>, BindingError> {
     let summary = loaded.summary();
     for (kind, expected, actual) in [
@@ -355,7 +401,7 @@ pub fn prepare_borrowed<'a>(
         }
     }
 
-    scratch.reserve_for(loaded)?;
+    scratch.reserve_for(loaded, executor.workers())?;
     let scratch_base = scratch.memory.as_mut_ptr();
     let constants_base = loaded.constants_ptr();
     // `reserve_for` made room for every slot and binding, so the extends below never
@@ -389,6 +435,7 @@ pub fn prepare_borrowed<'a>(
     Ok(Bindings {
         loaded,
         scratch,
+        executor,
         _buffers: PhantomData,
     })
 }

@@ -1,90 +1,40 @@
 //! The runtime side of the import table (`accy_artifact::imports`): one `extern "C"` function
 //! per [`Import`], and [`IMPORT_TABLE`], their addresses in index order.
 //!
-//! Each function is written with exactly the Rust expression the reference interpreter
-//! (`accy_ir::interp`, `elementwise.rs`) evaluates for the matching op — `f32::exp`,
-//! `f32::ln`, `f32::tanh`, `1 / (1 + exp(-x))` for sigmoid, `libm::erff`/`libm::erf`, `sin`,
-//! `cos`, `floor`, `ceil`, `round_ties_even`, `powf`, `%` — so generated code that calls an
-//! import gets the interpreter's result bit for bit (the tests check this on a sweep of
-//! special and ordinary values). When the interpreter's expression for an op changes, the
-//! function here must change with it.
+//! Each function calls the `accy_math` function the reference interpreter (`accy_ir::interp`)
+//! evaluates for the matching op — one definition shared by both — so generated code that
+//! calls an import gets the interpreter's result bit for bit (the tests check this on a sweep
+//! of special and ordinary values).
 //!
 //! The table is a `static` built at compile time: no lazy initialisation and no mutable
 //! state, so every thread and every dispatch sees the same immutable addresses.
 
 use accy_artifact::Import;
+use accy_math::Float;
 
-extern "C" fn exp_f32(x: f32) -> f32 {
-    x.exp()
+/// Defines one `extern "C"` function per import, each calling the `accy_math` function the
+/// interpreter uses for the matching op.
+macro_rules! imports {
+    ($($name:ident($($arg:ident),+): $t:ty => $f:ident;)*) => {
+        $(extern "C" fn $name($($arg: $t),+) -> $t {
+            <$t as Float>::$f($($arg),+)
+        })*
+    };
 }
-extern "C" fn exp_f64(x: f64) -> f64 {
-    x.exp()
-}
-extern "C" fn log_f32(x: f32) -> f32 {
-    x.ln()
-}
-extern "C" fn log_f64(x: f64) -> f64 {
-    x.ln()
-}
-extern "C" fn tanh_f32(x: f32) -> f32 {
-    x.tanh()
-}
-extern "C" fn tanh_f64(x: f64) -> f64 {
-    x.tanh()
-}
-extern "C" fn sigmoid_f32(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
-}
-extern "C" fn sigmoid_f64(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-extern "C" fn erf_f32(x: f32) -> f32 {
-    libm::erff(x)
-}
-extern "C" fn erf_f64(x: f64) -> f64 {
-    libm::erf(x)
-}
-extern "C" fn sin_f32(x: f32) -> f32 {
-    x.sin()
-}
-extern "C" fn sin_f64(x: f64) -> f64 {
-    x.sin()
-}
-extern "C" fn cos_f32(x: f32) -> f32 {
-    x.cos()
-}
-extern "C" fn cos_f64(x: f64) -> f64 {
-    x.cos()
-}
-extern "C" fn floor_f32(x: f32) -> f32 {
-    x.floor()
-}
-extern "C" fn floor_f64(x: f64) -> f64 {
-    x.floor()
-}
-extern "C" fn ceil_f32(x: f32) -> f32 {
-    x.ceil()
-}
-extern "C" fn ceil_f64(x: f64) -> f64 {
-    x.ceil()
-}
-extern "C" fn round_f32(x: f32) -> f32 {
-    x.round_ties_even()
-}
-extern "C" fn round_f64(x: f64) -> f64 {
-    x.round_ties_even()
-}
-extern "C" fn pow_f32(a: f32, b: f32) -> f32 {
-    a.powf(b)
-}
-extern "C" fn pow_f64(a: f64, b: f64) -> f64 {
-    a.powf(b)
-}
-extern "C" fn rem_f32(a: f32, b: f32) -> f32 {
-    a % b
-}
-extern "C" fn rem_f64(a: f64, b: f64) -> f64 {
-    a % b
+
+imports! {
+    exp_f32(x): f32 => exp; exp_f64(x): f64 => exp;
+    log_f32(x): f32 => log; log_f64(x): f64 => log;
+    tanh_f32(x): f32 => tanh; tanh_f64(x): f64 => tanh;
+    sigmoid_f32(x): f32 => sigmoid; sigmoid_f64(x): f64 => sigmoid;
+    erf_f32(x): f32 => erf; erf_f64(x): f64 => erf;
+    sin_f32(x): f32 => sin; sin_f64(x): f64 => sin;
+    cos_f32(x): f32 => cos; cos_f64(x): f64 => cos;
+    floor_f32(x): f32 => floor; floor_f64(x): f64 => floor;
+    ceil_f32(x): f32 => ceil; ceil_f64(x): f64 => ceil;
+    round_f32(x): f32 => round; round_f64(x): f64 => round;
+    pow_f32(a, b): f32 => pow; pow_f64(a, b): f64 => pow;
+    rem_f32(a, b): f32 => rem; rem_f64(a, b): f64 => rem;
 }
 
 /// The implementation of one import as a typed function pointer, for callers in Rust (tests,

@@ -22,6 +22,10 @@
 //!   nothing. [`LoadedArtifact::invoke`] does both steps.
 //! - [`imports`]: the import table generated code calls for transcendental math, implemented
 //!   with exactly the reference interpreter's functions so results match bit for bit.
+//! - [`pool`]: the [`Executor`] a run spreads a dispatch's workgroups over, and
+//!   [`ThreadPool`], a fork-join pool with bounded spinning that never collapses when cores
+//!   are stolen.
+//! - [`fpenv`]: the floating-point environment every run sets for its kernels.
 //!
 //! # Device-level core
 //!
@@ -33,7 +37,7 @@
 //!   [`Tier`] with `ACCY_CPU_FEATURES_MAX`), cache sizes, core count and preferred buffer
 //!   alignment. Architectures and feature sets are `accy-artifact`'s [`Arch`] and
 //!   [`FeatureSet`], so an artifact's needs and the host's features compare directly.
-//! - [`guard`]: test support — [`GuardedBuffer`], bytes placed flush against inaccessible
+//! - `guard` (feature `testing`, for tests only): `GuardedBuffer`, bytes placed flush against inaccessible
 //!   pages so tests prove generated code never touches memory outside its buffers.
 //!
 //! # Thread contract
@@ -58,9 +62,12 @@ mod aligned;
 pub mod binding;
 pub mod code_memory;
 pub mod cpu;
+pub mod fpenv;
+#[cfg(any(test, feature = "testing"))]
 pub mod guard;
 pub mod imports;
 pub mod loaded;
+pub mod pool;
 mod run;
 mod sys;
 #[cfg(test)]
@@ -76,9 +83,12 @@ pub use cpu::{
     detect_host_features, feature_tier, mask_to_tier, Arch, CacheInfo, CpuError, CpuFeature,
     CpuInfo, FeatureSet, Tier,
 };
+pub use fpenv::FpEnvGuard;
+#[cfg(any(test, feature = "testing"))]
 pub use guard::{GuardError, GuardedBuffer};
 pub use imports::{ImportFn, ImportTable, IMPORT_TABLE};
 pub use loaded::{load, LoadError, LoadedArtifact};
+pub use pool::{Executor, Inline, PoolError, ThreadPool};
 pub use run::{run, InvokeError, LaunchError};
 pub use sys::{Errno, Protection};
 pub use weights::{WeightError, Weights};

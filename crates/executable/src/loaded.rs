@@ -225,6 +225,7 @@ pub struct LoadedArtifact {
     summary: PlanSummary,
     scratch_size: usize,
     scratch_alignment: usize,
+    worker_scratch_stride: usize,
     pub(crate) sources: Vec<SlotSource>,
     pub(crate) steps: Vec<Step>,
     pub(crate) binding_spans: Vec<Span>,
@@ -346,6 +347,13 @@ impl LoadedArtifact {
             || block_too_large("scratch", summary.scratch.size, summary.scratch.alignment);
         let scratch_size =
             usize::try_from(summary.scratch.size).map_err(|_| scratch_too_large())?;
+        let worker_scratch_stride = usize::try_from(summary.worker_scratch).map_err(|_| {
+            block_too_large(
+                "worker scratch",
+                summary.worker_scratch,
+                accy_artifact::abi::WORKER_SCRATCH_ALIGN,
+            )
+        })?;
         let scratch_alignment = usize::try_from(summary.scratch.alignment)
             .map_err(|_| scratch_too_large())?
             .max(cpu.preferred_buffer_alignment())
@@ -361,6 +369,7 @@ impl LoadedArtifact {
             summary,
             scratch_size,
             scratch_alignment,
+            worker_scratch_stride,
             sources,
             steps: prepared.steps,
             binding_spans: prepared.binding_spans,
@@ -429,6 +438,12 @@ impl LoadedArtifact {
     /// The bytes of private scratch one run needs.
     pub fn scratch_size(&self) -> usize {
         self.scratch_size
+    }
+
+    /// The bytes of worker scratch each worker of a run gets (a multiple of
+    /// `accy_artifact::abi::WORKER_SCRATCH_ALIGN`; 0 when no kernel needs any).
+    pub fn worker_scratch_stride(&self) -> usize {
+        self.worker_scratch_stride
     }
 
     /// The alignment the scratch block gets: the plan's largest scratch alignment, raised to

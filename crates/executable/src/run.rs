@@ -7,22 +7,30 @@
 //!   overlap; distinct slots never share memory, which binding checked for caller buffers).
 //! - Dispatch fills a `DispatchState` on the stack — binding addresses (slot base plus region
 //!   offset, dangling but non-null for empty regions), binding lengths, scalars, workgroup
-//!   count, the [`IMPORT_TABLE`] — and calls the kernel once per workgroup, in order. A
-//!   non-zero status stops the run with a [`LaunchError`] naming the kernel.
+//!   count, the [`IMPORT_TABLE`], the worker scratch — and calls the kernel once per
+//!   workgroup: on the calling thread when there is one workgroup, otherwise through the
+//!   [`Executor`] the bindings were prepared with, which may spread the workgroups over
+//!   threads (the ABI lets them run in any order, at once). A non-zero status stops the run
+//!   with a [`LaunchError`] naming the kernel; workgroups not yet started are skipped.
 //!
 //! Nothing here allocates (except to describe a failure): every table was built at load or
 //! by `prepare_borrowed` in the reusable [`crate::Scratch`].
 //!
-//! Kernels run on the calling thread, one workgroup after another (an order the ABI allows),
-//! so that thread must have at least `abi::MAX_KERNEL_STACK` (64 KiB) of stack free — any
-//! thread Rust starts with its default stack size does.
+//! The run sets the documented floating-point environment on the calling thread for its
+//! duration ([`crate::fpenv`]); pool threads set it when they start. Every thread a kernel
+//! runs on must have at least `abi::MAX_KERNEL_STACK` (64 KiB) of stack free — any thread Rust
+//! starts with its default stack size does.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use accy_artifact::abi::{self, DispatchState};
 
 use crate::binding::{prepare_borrowed, region_ptr, BindingError, Bindings};
-use crate::code_memory::CodeMemoryError;
+use crate::code_memory::{CodeEntry, CodeMemoryError};
+use crate::fpenv::FpEnvGuard;
 use crate::imports::IMPORT_TABLE;
 use crate::loaded::{LoadedArtifact, Step};
+use crate::pool::{Executor, Inline};
 use crate::Scratch;
 
 /// Why a run stopped.
@@ -75,12 +83,20 @@ pub enum InvokeError {
 
 /// The signature every kernel entry has (`abi::KernelFn`), in the form
 /// [`crate::CodeEntry::call`] accepts.
-type Kernel = extern "C" fn(*const DispatchState, u32) -> u32;
+type Kernel = extern "C" fn(*const DispatchState, u32, u32) -> u32;
 
 /// Runs the launch plan of the artifact `bindings` were prepared for, on the buffers they
-/// bind. Consumes the bindings: prepare again (which allocates nothing) for another run.
+/// bind, with the executor they were prepared with. Consumes the bindings: prepare again
+/// (which allocates nothing) for another run.
 pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
+    let _fp = FpEnvGuard::enter();
     let loaded = bindings.loaded;
+    let executor = bindings.executor;
+    let workers = Workers {
+        base: bindings.scratch.worker_ptr(),
+        stride: loaded.worker_scratch_stride() as u64,
+        count: executor.workers().min(u32::MAX as usize) as u32,
+    };
     let bases = bindings.scratch.bases.as_slice();
     let binding_ptrs = bindings.scratch.binding_ptrs.as_slice();
     for (command, step) in loaded.steps.iter().enumerate() {
@@ -126,9 +142,10 @@ pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
                 workgroups,
             } => dispatch(
                 loaded,
+                executor,
+                &workers,
                 command,
-                *kernel,
-                *entry,
+                (*kernel, *entry),
                 &binding_ptrs[range.clone()],
                 &loaded.binding_lengths[range.clone()],
                 &loaded.scalars[scalars.clone()],
@@ -153,6 +170,23 @@ fn fill(bytes: &mut [u8], pattern: &[u8; 4], width: usize) {
     }
 }
 
+/// The worker scratch of one run, as every dispatch passes it on.
+struct Workers {
+    base: *mut u8,
+    stride: u64,
+    count: u32,
+}
+
+/// A dispatch's state, shared read-only by the threads running its workgroups.
+struct SharedState(DispatchState);
+
+// SAFETY: the state is only read during the dispatch (by the threads running its workgroups,
+// as the ABI says kernels do); the memory its pointers name is either read-only for the whole
+// run or written by workgroups on disjoint bytes (the compiler's promise, `accy_artifact`'s
+// launch semantics), and worker scratch is split by worker index, each used by one thread at a
+// time (the `Executor` contract).
+unsafe impl Sync for SharedState {}
+
 /// Calls kernel `kernel` once per workgroup with the given bindings and scalars.
 #[allow(
     clippy::too_many_arguments,
@@ -160,9 +194,10 @@ fn fill(bytes: &mut [u8], pattern: &[u8; 4], width: usize) {
 )]
 fn dispatch(
     loaded: &LoadedArtifact,
+    executor: &dyn Executor,
+    workers: &Workers,
     command: usize,
-    kernel: usize,
-    entry: u32,
+    (kernel, entry): (usize, u32),
     binding_ptrs: &[*mut u8],
     binding_lengths: &[u64],
     scalars: &[u64],
@@ -178,7 +213,7 @@ fn dispatch(
         .ok_or_else(|| no_entry(CodeMemoryError::Empty))?;
     let entry = code.entry(entry).map_err(no_entry)?;
     // Validation bounds both counts by `MAX_BINDINGS` / `MAX_SCALARS` (256), so they fit.
-    let state = DispatchState {
+    let state = SharedState(DispatchState {
         abi_version: abi::ABI_VERSION,
         binding_count: binding_ptrs.len() as u32,
         bindings: binding_ptrs.as_ptr(),
@@ -187,42 +222,87 @@ fn dispatch(
         scalar_count: scalars.len() as u32,
         workgroup_count: workgroups,
         imports: IMPORT_TABLE.as_ptr(),
+        worker_scratch: workers.base,
+        worker_scratch_stride: workers.stride,
+        worker_count: workers.count,
+        reserved: 0,
+    });
+    let failed = |workgroup: u32, status: u32| LaunchError::KernelFailed {
+        command,
+        kernel,
+        name: loaded
+            .kernels()
+            .get(kernel)
+            .map_or_else(String::new, |k| k.name.clone()),
+        workgroup,
+        workgroups,
+        status,
     };
-    for workgroup in 0..workgroups {
-        // SAFETY: the entry is a kernel of this validated artifact, published for this host
-        // (architecture and features checked at load), and follows the dispatch ABI: it has
-        // the `Kernel` signature and touches only the bytes its bindings describe. `state`
-        // and the arrays it points to live on this stack frame or in `loaded` / the scratch
-        // tables until the call returns; each binding address is valid for its length and
-        // writable when its access writes (binding checked sizes and exclusivity). Running
-        // workgroups one after another is one of the orders the ABI allows.
-        let status = unsafe { entry.call::<Kernel>((&state, workgroup)) };
-        if status != abi::KERNEL_OK {
-            return Err(LaunchError::KernelFailed {
-                command,
-                kernel,
-                name: loaded
-                    .kernels()
-                    .get(kernel)
-                    .map_or_else(String::new, |k| k.name.clone()),
-                workgroup,
-                workgroups,
-                status,
-            });
-        }
+    if workgroups == 1 {
+        let status = call(entry, &state, 0, 0);
+        return match status {
+            abi::KERNEL_OK => Ok(()),
+            status => Err(failed(0, status)),
+        };
     }
-    Ok(())
+    // The first failure as `workgroup << 32 | status`; later workgroups are skipped once set.
+    let first_failure = AtomicU64::new(u64::MAX);
+    executor.run(workgroups, &|worker, workgroup| {
+        if first_failure.load(Ordering::Relaxed) != u64::MAX {
+            return;
+        }
+        let status = call(entry, &state, workgroup, worker as u32);
+        if status != abi::KERNEL_OK {
+            let code = (u64::from(workgroup) << 32) | u64::from(status);
+            let _ = first_failure.compare_exchange(
+                u64::MAX,
+                code,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    });
+    match first_failure.into_inner() {
+        u64::MAX => Ok(()),
+        code => Err(failed((code >> 32) as u32, code as u32)),
+    }
+}
+
+/// One workgroup's call of a kernel.
+fn call(entry: CodeEntry<'_>, state: &SharedState, workgroup: u32, worker: u32) -> u32 {
+    // SAFETY: the entry is a kernel of a validated artifact, published for this host
+    // (architecture and features checked at load), and follows the dispatch ABI: it has the
+    // `Kernel` signature and touches only the bytes its bindings describe. `state` and the
+    // arrays it points to live in the caller's frame, in the loaded artifact or in the scratch
+    // tables until every workgroup call has returned (`Executor::run` returns only then); each
+    // binding address is valid for its length and writable when its access writes (binding
+    // checked sizes and exclusivity); `worker` is below `worker_count` (the executor's worker
+    // count, for which the scratch holds a worker slice each) and no other thread runs with it
+    // now (the `Executor` contract).
+    unsafe { entry.call::<Kernel>((&state.0, workgroup, worker)) }
 }
 
 impl LoadedArtifact {
-    /// Binds `inputs` and `outputs` ([`prepare_borrowed`]) and runs the plan ([`run`]).
+    /// Binds `inputs` and `outputs` ([`prepare_borrowed`]) and runs the plan ([`run`]) on the
+    /// calling thread alone.
     pub fn invoke(
         &self,
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
         scratch: &mut Scratch,
     ) -> Result<(), InvokeError> {
-        let bindings = prepare_borrowed(self, inputs, outputs, scratch)?;
+        self.invoke_with(&Inline, inputs, outputs, scratch)
+    }
+
+    /// [`LoadedArtifact::invoke`], running the dispatches on `executor`.
+    pub fn invoke_with(
+        &self,
+        executor: &dyn Executor,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        scratch: &mut Scratch,
+    ) -> Result<(), InvokeError> {
+        let bindings = prepare_borrowed(self, inputs, outputs, scratch, executor)?;
         run(bindings)?;
         Ok(())
     }

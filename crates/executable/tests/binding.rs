@@ -6,7 +6,7 @@ mod common;
 
 use accy_artifact::{Artifact, Command, Region, SlotId, SlotRole};
 use accy_executable::{
-    prepare_borrowed, run, BindingError, BufferKind, InvokeError, LoadedArtifact, Scratch,
+    prepare_borrowed, run, BindingError, BufferKind, Inline, InvokeError, LoadedArtifact, Scratch,
 };
 use accy_ir::DType;
 use common::*;
@@ -43,7 +43,7 @@ fn loaded_io() -> (LoadedArtifact, [SlotId; 5]) {
 
 fn bind_err(loaded: &LoadedArtifact, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> BindingError {
     let mut scratch = Scratch::new();
-    prepare_borrowed(loaded, inputs, outputs, &mut scratch).unwrap_err()
+    prepare_borrowed(loaded, inputs, outputs, &mut scratch, &Inline).unwrap_err()
 }
 
 #[test]
@@ -61,6 +61,7 @@ fn good_buffers_run_and_leave_inputs_unchanged() {
         &[in0.as_slice(), in1.as_slice()],
         &mut outputs,
         &mut scratch,
+        &Inline,
     )
     .unwrap();
     assert_eq!(bindings.slot_ptr(SlotId(0)), Some(in0.as_ptr()));
@@ -302,7 +303,7 @@ fn outputs_must_not_overlap_inputs_or_each_other() {
     };
     let mut scratch = Scratch::new();
     let mut outputs = [out0, out1, empty];
-    let bindings = prepare_borrowed(&loaded, &[in0, in1], &mut outputs, &mut scratch);
+    let bindings = prepare_borrowed(&loaded, &[in0, in1], &mut outputs, &mut scratch, &Inline);
     run(bindings.unwrap()).unwrap();
 }
 
@@ -435,9 +436,9 @@ fn scratch_grows_once_and_is_reused() {
     }
     // A smaller plan reuses the same block; a pre-sized scratch never grows.
     let (small, _) = loaded_io();
-    scratch.reserve_for(&small).unwrap();
+    scratch.reserve_for(&small, 1).unwrap();
     assert_eq!((scratch.capacity(), scratch.as_ptr()), (capacity, address));
-    let sized = Scratch::for_artifact(&loaded).unwrap();
+    let sized = Scratch::for_artifact(&loaded, 1).unwrap();
     assert!(sized.capacity() >= 100);
     assert!(format!("{sized:?}").contains("Scratch"));
 }

@@ -10,7 +10,7 @@ mod common;
 use accy_artifact::abi::ABI_VERSION;
 use accy_artifact::{Access, Command, Import, Region, SlotRole};
 use accy_executable::{
-    prepare_borrowed, run, ImportFn, InvokeError, LaunchError, Scratch, IMPORT_TABLE,
+    prepare_borrowed, run, ImportFn, Inline, InvokeError, LaunchError, Scratch, IMPORT_TABLE,
 };
 use accy_ir::DType;
 use common::*;
@@ -162,6 +162,7 @@ fn the_kernel_sees_exactly_the_dispatch_state() {
         &[input_buf.as_slice(), &[]],
         &mut outputs,
         &mut scratch,
+        &Inline,
     )
     .unwrap();
     let out_ptr = bindings.slot_ptr(out).unwrap() as u64;

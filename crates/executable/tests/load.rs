@@ -296,7 +296,7 @@ fn scratch_layout_comes_from_the_plan() {
     let loaded = load(&a, &host()).unwrap();
     assert_eq!(loaded.scratch_size(), 24);
     assert_eq!(loaded.summary().scratch.offsets, vec![(s0, 0), (s1, 8)]);
-    let mut scratch = accy_executable::Scratch::for_artifact(&loaded).unwrap();
+    let mut scratch = accy_executable::Scratch::for_artifact(&loaded, 1).unwrap();
     assert!(scratch.capacity() >= 24);
     assert_eq!(scratch.as_ptr() as usize % loaded.scratch_alignment(), 0);
     let mut out = [5u8; 4];

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use accy_artifact::{Artifact, Command, Region, Slot, SlotRole};
-use accy_executable::{prepare_borrowed, run, Scratch};
+use accy_executable::{prepare_borrowed, run, Inline, Scratch};
 use accy_ir::DType;
 use common::*;
 
@@ -128,7 +128,8 @@ fn runs_after_the_first_allocate_nothing() {
             output.fill(round);
             let mut outputs = [&mut output[..]];
             let bindings =
-                prepare_borrowed(&loaded, &[&input], &mut outputs, &mut scratch).expect("bind");
+                prepare_borrowed(&loaded, &[&input], &mut outputs, &mut scratch, &Inline)
+                    .expect("bind");
             run(bindings).expect("run");
             loaded
                 .invoke(&[&input], &mut [&mut output], &mut scratch)
@@ -139,7 +140,7 @@ fn runs_after_the_first_allocate_nothing() {
     assert_eq!(output, input);
 
     // A scratch sized up front allocates nothing even on its first run.
-    let mut sized = Scratch::for_artifact(&loaded).unwrap();
+    let mut sized = Scratch::for_artifact(&loaded, 1).unwrap();
     let fresh = allocations_in(|| {
         loaded
             .invoke(&[&input], &mut [&mut output], &mut sized)

@@ -4,11 +4,13 @@ use accy_artifact::{Artifact, LaunchPlan, TargetSpec};
 use accy_ir::Program;
 
 use crate::error::CompileError;
+use crate::kernel::LoopKernel;
 use crate::plan::{plan_with, LoweredProgram};
 use crate::target::{EmittedCode, Target};
 
-/// Knobs of one compile. [`Options::default`] is what production uses; others are built from
-/// it with the `with_*` methods (`Options::default().with_fuse(false)`), so adding a knob
+/// Knobs of one compile: the one carrier of everything a caller chooses about lowering, from
+/// fusion to the numeric mode. [`Options::default`] is what production uses; others are built
+/// from it with the `with_*` methods (`Options::default().with_fuse(false)`), so adding a knob
 /// breaks no caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -17,11 +19,19 @@ pub struct Options {
     /// value that is not a view of memory is computed by its own kernel, which makes each op
     /// visible in a dump when debugging; results are identical.
     pub fuse: bool,
+    /// The numeric mode (default `true`): whether float sums (and so dots) may be
+    /// reassociated for speed. With `false` ("exact mode") every result is bit-identical to
+    /// the reference interpreter's; with `true` float sums may differ by rounding, within the
+    /// bounds the op documentation states.
+    pub reassociate: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { fuse: true }
+        Options {
+            fuse: true,
+            reassociate: true,
+        }
     }
 }
 
@@ -31,6 +41,22 @@ impl Options {
         self.fuse = fuse;
         self
     }
+
+    /// These options with [`Options::reassociate`] set to `reassociate`.
+    pub fn with_reassociate(mut self, reassociate: bool) -> Options {
+        self.reassociate = reassociate;
+        self
+    }
+}
+
+/// Everything one compile produced: the artifact, and the kernel descriptions its code was
+/// generated from (kernel `i` is `artifact.kernels[i]`), for tools that show them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compilation {
+    /// The validated artifact.
+    pub artifact: Artifact,
+    /// The kernels, in the artifact's kernel order; each prints itself (`Display`).
+    pub kernels: Vec<LoopKernel>,
 }
 
 /// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), emits
@@ -41,12 +67,22 @@ pub fn compile(
     target: &dyn Target,
     options: &Options,
 ) -> Result<Artifact, CompileError> {
+    compile_detailed(program, target, options).map(|c| c.artifact)
+}
+
+/// [`compile`], keeping the kernel descriptions beside the artifact (for `accy inspect`).
+pub fn compile_detailed(
+    program: &Program,
+    target: &dyn Target,
+    options: &Options,
+) -> Result<Compilation, CompileError> {
     accy_ir::verify(program).map_err(CompileError::Invalid)?;
     let lowered = plan_with(program, options)?;
-    let code = target.emit(&lowered.kernels)?;
+    let code = target.emit(&lowered.kernels, options)?;
+    let kernels = lowered.kernels.clone();
     let artifact = lowered.into_artifact(target.spec(), code)?;
     artifact.validate()?;
-    Ok(artifact)
+    Ok(Compilation { artifact, kernels })
 }
 
 impl LoweredProgram {

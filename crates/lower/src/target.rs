@@ -1,7 +1,14 @@
-//! The one interface arch-neutral lowering sees of an ISA backend.
+//! The one interface arch-neutral lowering sees of an ISA backend, and the one lookup from an
+//! architecture, CPU features or a name to a backend.
+//!
+//! Backends are cargo features of this crate (`x64`, `aarch64`, both on by default). The lookup
+//! tells apart an architecture whose backend this build left out ([`LookupError::NotBuiltIn`])
+//! from a host no backend serves ([`LookupError::UnsupportedHost`]) and from a named target
+//! whose features this CPU lacks ([`LookupError::MissingFeatures`]).
 
-use accy_artifact::{KernelEntry, TargetSpec};
+use accy_artifact::{Arch, FeatureSet, KernelEntry, TargetSpec};
 
+use crate::compile::Options;
 use crate::kernel::LoopKernel;
 
 /// An ISA backend: translates kernel descriptions into machine code for one instruction-set
@@ -16,10 +23,18 @@ pub trait Target: Send + Sync + std::fmt::Debug {
     /// artifact so a runtime refuses to run it on a CPU that lacks any of them.
     fn spec(&self) -> TargetSpec;
 
+    /// The features a host must have for [`lookup_host`] to choose this target: at least
+    /// [`Target::spec`]'s, possibly more (a tier named after an ISA level asks for the whole
+    /// level, whatever subset its code uses today).
+    fn host_features(&self) -> FeatureSet {
+        self.spec().features
+    }
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
     /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed
-    /// [`LoopKernel::validate`]. Never panics: an encoding problem is an [`EmitError`].
-    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError>;
+    /// [`LoopKernel::validate`]. `options` carries the numeric mode
+    /// ([`Options::reassociate`]). Never panics: an encoding problem is an [`EmitError`].
+    fn emit(&self, kernels: &[LoopKernel], options: &Options) -> Result<EmittedCode, EmitError>;
 }
 
 /// What a [`Target`] produces: position-independent code and where each kernel starts.
@@ -60,4 +75,238 @@ pub enum EmitError {
         /// Bytes generated.
         bytes: u64,
     },
+}
+
+/// Why no target could be looked up.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LookupError {
+    /// accy has a backend for this architecture, but this build was compiled without it (the
+    /// crate feature named here is off).
+    #[error("the {arch} backend is not built in (enable accy-lower's `{feature}` feature)")]
+    NotBuiltIn {
+        /// The architecture asked for.
+        arch: Arch,
+        /// The cargo feature that builds its backend.
+        feature: &'static str,
+    },
+    /// The host's architecture is one accy generates no code for.
+    #[error("accy generates no code for this host's architecture ({host})")]
+    UnsupportedHost {
+        /// The host architecture's name (`std::env::consts::ARCH`).
+        host: &'static str,
+    },
+    /// No target has this name.
+    #[error("unknown target `{name}`: expected one of {known}")]
+    UnknownName {
+        /// The name given.
+        name: String,
+        /// The names this build knows, comma-separated.
+        known: String,
+    },
+    /// The named target needs features this CPU lacks (or that are masked away).
+    #[error("this CPU cannot run {target} code: it lacks {missing}")]
+    MissingFeatures {
+        /// The target's name.
+        target: &'static str,
+        /// What the host lacks.
+        missing: FeatureSet,
+    },
+}
+
+/// The architectures whose backends this build contains.
+pub const BUILT_IN: &[Arch] = &[
+    #[cfg(feature = "x64")]
+    Arch::X86_64,
+    #[cfg(feature = "aarch64")]
+    Arch::Aarch64,
+];
+
+/// The cargo feature that builds `arch`'s backend.
+const fn feature_of(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "x64",
+        Arch::Aarch64 => "aarch64",
+    }
+}
+
+/// Every target of `arch`, lowest tier first, if `built_in` holds its backend.
+fn targets_in(arch: Arch, built_in: &[Arch]) -> Result<Vec<Box<dyn Target>>, LookupError> {
+    if !built_in.contains(&arch) {
+        return Err(LookupError::NotBuiltIn {
+            arch,
+            feature: feature_of(arch),
+        });
+    }
+    let targets: Vec<Box<dyn Target>> = match arch {
+        #[cfg(feature = "x64")]
+        Arch::X86_64 => crate::x64::X64Tier::ALL
+            .into_iter()
+            .map(|tier| Box::new(crate::x64::X64Target::new(tier)) as Box<dyn Target>)
+            .collect(),
+        #[cfg(feature = "aarch64")]
+        Arch::Aarch64 => vec![Box::new(crate::aarch64::A64Target::new())],
+        #[allow(
+            unreachable_patterns,
+            reason = "reached only in builds that leave a backend out"
+        )]
+        _ => Vec::new(),
+    };
+    Ok(targets)
+}
+
+/// Every target of `arch` this build contains, lowest tier first.
+pub fn targets(arch: Arch) -> Result<Vec<Box<dyn Target>>, LookupError> {
+    targets_in(arch, BUILT_IN)
+}
+
+/// The best target for a host of architecture `arch` (`None`: one accy knows nothing of) whose
+/// code may use `features`: the highest tier whose [`Target::host_features`] the host has.
+pub fn lookup_host(
+    arch: Option<Arch>,
+    features: FeatureSet,
+) -> Result<Box<dyn Target>, LookupError> {
+    lookup_host_in(arch, features, BUILT_IN)
+}
+
+fn lookup_host_in(
+    arch: Option<Arch>,
+    features: FeatureSet,
+    built_in: &[Arch],
+) -> Result<Box<dyn Target>, LookupError> {
+    let arch = arch.ok_or(LookupError::UnsupportedHost {
+        host: std::env::consts::ARCH,
+    })?;
+    let mut targets = targets_in(arch, built_in)?;
+    let missing = targets
+        .first()
+        .map(|t| t.host_features().missing(features))
+        .unwrap_or_default();
+    let best = targets
+        .iter()
+        .rposition(|t| t.host_features().is_subset(features));
+    match best {
+        Some(i) => Ok(targets.swap_remove(i)),
+        None => Err(LookupError::MissingFeatures {
+            target: targets.first().map_or("", |t| t.name()),
+            missing,
+        }),
+    }
+}
+
+/// The target called `name` (as [`Target::name`] prints it). With `host`, also checks that a
+/// CPU with those features can run its code ([`LookupError::MissingFeatures`] otherwise);
+/// without, the target may be one this machine cannot run (for inspecting or cross-compiling).
+pub fn lookup_name(name: &str, host: Option<FeatureSet>) -> Result<Box<dyn Target>, LookupError> {
+    let mut known = Vec::new();
+    for &arch in BUILT_IN {
+        for target in targets(arch)? {
+            if target.name() != name {
+                known.push(target.name());
+                continue;
+            }
+            if let Some(host) = host {
+                let missing = target.host_features().missing(host);
+                if !missing.is_empty() {
+                    return Err(LookupError::MissingFeatures {
+                        target: target.name(),
+                        missing,
+                    });
+                }
+            }
+            return Ok(target);
+        }
+    }
+    Err(LookupError::UnknownName {
+        name: name.to_owned(),
+        known: known.join(", "),
+    })
+}
+
+/// The names of every target this build contains, lowest tier first per architecture.
+pub fn names() -> Vec<&'static str> {
+    BUILT_IN
+        .iter()
+        .filter_map(|&arch| targets(arch).ok())
+        .flatten()
+        .map(|t| t.name())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use accy_artifact::CpuFeature;
+
+    use super::*;
+
+    #[test]
+    fn a_backend_left_out_of_the_build_is_not_built_in() {
+        let only_x64 = [Arch::X86_64];
+        let e = lookup_host_in(Some(Arch::Aarch64), Arch::Aarch64.all_features(), &only_x64)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            LookupError::NotBuiltIn {
+                arch: Arch::Aarch64,
+                feature: "aarch64"
+            }
+        );
+        assert!(e.to_string().contains("not built in"), "{e}");
+        // The same question against this build's real table.
+        for arch in Arch::ALL {
+            let answer = lookup_host(Some(arch), arch.all_features());
+            if BUILT_IN.contains(&arch) {
+                assert!(answer.is_ok(), "{arch}: {answer:?}");
+            } else {
+                assert!(
+                    matches!(answer, Err(LookupError::NotBuiltIn { .. })),
+                    "{arch}: {answer:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hosts_get_their_best_tier_and_unknown_ones_a_clear_answer() {
+        assert_eq!(
+            lookup_host(None, FeatureSet::EMPTY).unwrap_err(),
+            LookupError::UnsupportedHost {
+                host: std::env::consts::ARCH
+            }
+        );
+        #[cfg(feature = "x64")]
+        {
+            let sse2 = FeatureSet::of(&[CpuFeature::Sse2]);
+            assert_eq!(
+                lookup_host(Some(Arch::X86_64), sse2).unwrap().name(),
+                "x64-sse2"
+            );
+            let all = Arch::X86_64.all_features();
+            assert_eq!(
+                lookup_host(Some(Arch::X86_64), all).unwrap().name(),
+                "x64-avx512"
+            );
+            assert!(matches!(
+                lookup_host(Some(Arch::X86_64), FeatureSet::EMPTY),
+                Err(LookupError::MissingFeatures { .. })
+            ));
+            let e = lookup_name("x64-avx512", Some(sse2)).unwrap_err();
+            assert!(
+                matches!(e, LookupError::MissingFeatures { target: "x64-avx512", missing }
+                    if missing.contains(CpuFeature::Avx512f)),
+                "{e:?}"
+            );
+            assert_eq!(lookup_name("x64-avx2", None).unwrap().name(), "x64-avx2");
+        }
+        #[cfg(feature = "aarch64")]
+        assert_eq!(
+            lookup_name("aarch64-neon", None).unwrap().spec().arch,
+            Arch::Aarch64
+        );
+        let e = lookup_name("x86", None).unwrap_err();
+        assert!(matches!(e, LookupError::UnknownName { .. }), "{e:?}");
+        for name in names() {
+            assert!(e.to_string().contains(name), "{e}");
+        }
+    }
 }

@@ -1,17 +1,21 @@
-//! Test support shared by this crate's tests, the emitters' tests and the session's: a
-//! reference executor for a [`LoweredProgram`] and a result comparison with the NaN rule.
+//! Test support shared by this crate's tests, the emitters' tests and the session's (behind the
+//! `testing` feature; release builds leave it out).
 //!
-//! [`run_lowered`] runs the commands exactly as a runtime would (fill, copy, dispatch in
-//! order) over plain byte vectors, with [`run_kernel`] standing in for machine code. Comparing
-//! it with `accy_ir::interp::eval` checks fusion and buffer planning; comparing an emitter's
-//! results with it checks the emitter alone.
+//! - [`conformance`]: the kernel conformance suite every backend runs through a
+//!   [`conformance::KernelRunner`] (in process, or under an emulator);
+//! - [`kernels`]: edge values, deterministic data and a random kernel generator;
+//! - [`run_commands`]: one plan runner (fill, copy, dispatch in order over plain byte vectors)
+//!   whose dispatches run either the reference kernel interpreter ([`run_lowered`], which
+//!   checks fusion and buffer planning) or real machine code through a runner
+//!   ([`run_artifact`]); [`same_results`] compares outputs with the NaN rule.
 
 use accy_artifact::{
-    Arch, Artifact, ArtifactError, Command, FeatureSet, KernelEntry, PlanSummary, Region, SlotRole,
-    TargetSpec,
+    Arch, Artifact, ArtifactError, ArtifactPlan, Command, FeatureSet, KernelEntry, PlanSummary,
+    Region, SlotRole, TargetSpec,
 };
 use accy_ir::{Program, Tensor, TensorData};
 
+pub mod conformance;
 pub mod kernels;
 
 use crate::kernel::run_kernel;
@@ -33,18 +37,26 @@ fn bytes_mut<'a>(slots: &'a mut [Vec<u8>], r: &Region) -> Result<&'a mut [u8], S
         .ok_or_else(|| format!("region {r} is outside its slot"))
 }
 
-/// Runs `lowered` (planned from `program`) on `args` (one per parameter, inputs and weights in
-/// parameter order) and returns one tensor per output.
+/// How [`run_commands`] runs one dispatch: kernel number, the bytes of its bindings (copied
+/// out of their regions; written ones are copied back), and the workgroup count.
+pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], u32) -> Result<(), String> + 'a;
+
+/// Runs the commands of a plan (`plan`'s slots, `constants`' payloads, `commands` in order) on
+/// `args` (one per parameter of `program`, inputs and weights in parameter order) the way a
+/// runtime does, with `dispatch` running each kernel, and returns one tensor per output.
 ///
-/// Every slot starts zeroed except inputs, weights (the arguments' bytes) and constants (their
-/// payload). A dispatch copies each binding's bytes out, runs the kernel and copies written
-/// bindings back; since that would hide a kernel reading bytes it also writes through another
-/// binding, overlapping bindings where one writes are refused. Errors are messages for a test
-/// failure.
-pub fn run_lowered(
-    lowered: &LoweredProgram,
+/// Inputs, weights and constants start with their bytes; outputs and scratch start poisoned
+/// (`0xA5`), so a kernel that skips a store whose expected value is zero is caught. A dispatch
+/// with overlapping bindings where one writes is refused (copying bindings out would hide a
+/// kernel reading what it writes through another binding), and so is a kernel that changed a
+/// binding it may only read. Errors are messages for a test failure.
+pub fn run_commands(
+    plan: &ArtifactPlan,
+    constants: &[u8],
+    commands: &[Command],
     program: &Program,
     args: &[Tensor],
+    dispatch: &mut Dispatcher<'_>,
 ) -> Result<Vec<Tensor>, String> {
     if args.len() != program.params.len() {
         return Err(format!(
@@ -60,8 +72,8 @@ pub fn run_lowered(
         .filter(|(p, _)| p.kind == accy_ir::ParamKind::Input)
         .map(|(_, a)| a)
         .collect();
-    let mut slots: Vec<Vec<u8>> = Vec::with_capacity(lowered.plan.slots.len());
-    for slot in &lowered.plan.slots {
+    let mut slots: Vec<Vec<u8>> = Vec::with_capacity(plan.slots.len());
+    for slot in &plan.slots {
         let size = usize::try_from(slot.byte_size).map_err(|e| e.to_string())?;
         let data = match &slot.role {
             SlotRole::Input(n) => inputs
@@ -75,12 +87,11 @@ pub fn run_lowered(
                 .find(|(p, _)| p.kind == accy_ir::ParamKind::Weight && &p.name == name)
                 .map(|(_, a)| a.data().to_le_bytes())
                 .ok_or_else(|| format!("no argument for weight {name:?}"))?,
-            SlotRole::Constant { offset } => lowered
-                .constants
+            SlotRole::Constant { offset } => constants
                 .get(*offset as usize..*offset as usize + size)
                 .map(<[u8]>::to_vec)
                 .ok_or("constant payload out of range")?,
-            SlotRole::Output(_) | SlotRole::Scratch => vec![0; size],
+            SlotRole::Output(_) | SlotRole::Scratch => vec![0xA5; size],
         };
         if data.len() != size {
             return Err(format!(
@@ -92,7 +103,7 @@ pub fn run_lowered(
         slots.push(data);
     }
 
-    for (c, command) in lowered.commands.iter().enumerate() {
+    for (c, command) in commands.iter().enumerate() {
         match command {
             Command::Fill {
                 dst,
@@ -111,12 +122,11 @@ pub fn run_lowered(
                 bytes_mut(&mut slots, dst)?.copy_from_slice(&data);
             }
             Command::Dispatch {
-                kernel, bindings, ..
+                kernel,
+                bindings,
+                workgroups,
+                ..
             } => {
-                let k = lowered
-                    .kernels
-                    .get(*kernel as usize)
-                    .ok_or_else(|| format!("command {c}: no kernel {kernel}"))?;
                 for (i, a) in bindings.iter().enumerate() {
                     for b in &bindings[i + 1..] {
                         if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes())
@@ -129,18 +139,24 @@ pub fn run_lowered(
                     .iter()
                     .map(|b| bytes(&slots, &b.region).map(<[u8]>::to_vec))
                     .collect::<Result<_, String>>()?;
-                let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
-                run_kernel(k, &mut views).map_err(|e| format!("command {c}: {e}"))?;
+                dispatch(*kernel, &mut buffers, *workgroups)
+                    .map_err(|e| format!("command {c}: {e}"))?;
                 for (b, data) in bindings.iter().zip(&buffers) {
+                    let region = bytes_mut(&mut slots, &b.region)?;
                     if b.access.writes() {
-                        bytes_mut(&mut slots, &b.region)?.copy_from_slice(data);
+                        region.copy_from_slice(data);
+                    } else if region != data.as_slice() {
+                        return Err(format!(
+                            "command {c}: kernel {kernel} wrote its read-only binding {}",
+                            b.region
+                        ));
                     }
                 }
             }
         }
     }
 
-    let outputs = lowered.plan.output_slots();
+    let outputs = plan.output_slots();
     program
         .outputs
         .iter()
@@ -156,6 +172,66 @@ pub fn run_lowered(
             Tensor::new(&ty.dims, data).map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// Runs `lowered` (planned from `program`) on `args` with [`run_commands`], each kernel
+/// executed by the reference kernel interpreter: checks fusion and buffer planning without a
+/// backend.
+pub fn run_lowered(
+    lowered: &LoweredProgram,
+    program: &Program,
+    args: &[Tensor],
+) -> Result<Vec<Tensor>, String> {
+    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], _workgroups: u32| {
+        let k = lowered
+            .kernels
+            .get(kernel as usize)
+            .ok_or_else(|| format!("no kernel {kernel}"))?;
+        let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
+        run_kernel(k, &mut views).map_err(|e| e.to_string())
+    };
+    run_commands(
+        &lowered.plan,
+        &lowered.constants,
+        &lowered.commands,
+        program,
+        args,
+        &mut dispatch,
+    )
+}
+
+/// Runs `artifact` (compiled from `program`) on `args` with [`run_commands`], each kernel's
+/// machine code run by `runner` (which must run the artifact's target). Checks the emitted code
+/// of a whole program against the interpreter wherever the runner runs it.
+pub fn run_artifact(
+    artifact: &Artifact,
+    program: &Program,
+    args: &[Tensor],
+    runner: &dyn conformance::KernelRunner,
+) -> Result<Vec<Tensor>, String> {
+    let code = crate::target::EmittedCode {
+        code: artifact.code.clone(),
+        entries: artifact.kernels.clone(),
+    };
+    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], workgroups: u32| {
+        let launch = conformance::Launch::new(workgroups);
+        let statuses = runner.run(&code, kernel as usize, buffers, &launch)?;
+        match statuses
+            .iter()
+            .find(|&&s| s != accy_artifact::abi::KERNEL_OK)
+        {
+            Some(s) => Err(format!("kernel {kernel} returned status {s}")),
+            None => Ok(()),
+        }
+    };
+    run_commands(
+        &artifact.plan,
+        &artifact.constants,
+        &artifact.launch.commands,
+        program,
+        args,
+        &mut dispatch,
+    )
 }
 
 /// Checks that `actual` equals `expected` bit for bit, except that any NaN equals any NaN (the
@@ -213,6 +289,7 @@ pub fn validate_plan(lowered: &LoweredProgram) -> Result<PlanSummary, ArtifactEr
             },
             offset,
             len: 1,
+            worker_scratch: 0,
         });
     }
     artifact.constants = lowered.constants.clone();

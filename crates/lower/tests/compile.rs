@@ -22,7 +22,7 @@ impl Target for Stub {
         TargetSpec::new(Arch::X86_64, FeatureSet::default())
     }
 
-    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError> {
+    fn emit(&self, kernels: &[LoopKernel], _: &Options) -> Result<EmittedCode, EmitError> {
         if self.fail {
             return Err(EmitError::Assembler {
                 kernel: kernels.first().map_or(String::new(), |k| k.name.clone()),
@@ -41,6 +41,7 @@ impl Target for Stub {
                 name: k.name.clone(),
                 offset,
                 len: 1,
+                worker_scratch: 0,
             });
         }
         Ok(code)

@@ -1,6 +1,9 @@
 //! What a caller needs to know to size and type its buffers.
 
+use accy_executable::LoadedArtifact;
 use accy_ir::{DType, Dims, Type};
+
+use crate::SessionFailure;
 
 /// The element type, axes, exact byte length and required alignment of one input or output of
 /// a compiled program. A caller sizes and types the buffers it passes to
@@ -30,5 +33,42 @@ impl Descriptor {
             byte_size: usize::try_from(ty.byte_size()?).ok()?,
             alignment: ty.dtype.alignment() as usize,
         })
+    }
+
+    /// The descriptors of a loaded artifact's inputs and outputs, in order, from its typed
+    /// slots alone (no `Program` needed: an artifact loaded ahead of time is described the
+    /// same way). The alignment is the slot's, which the compiler sets to the element's.
+    pub fn of_artifact(
+        loaded: &LoadedArtifact,
+    ) -> Result<(Vec<Descriptor>, Vec<Descriptor>), SessionFailure> {
+        let plan = loaded.plan();
+        let describe = |what: &'static str, slots: &[accy_artifact::SlotId]| {
+            slots
+                .iter()
+                .enumerate()
+                .map(|(index, &id)| {
+                    let slot = plan
+                        .slot(id)
+                        .ok_or(SessionFailure::Untyped { what, index })?;
+                    let ty = slot
+                        .ty
+                        .as_ref()
+                        .ok_or(SessionFailure::Untyped { what, index })?;
+                    let too_large = || SessionFailure::TooLarge {
+                        what,
+                        index,
+                        ty: ty.clone(),
+                    };
+                    let mut d = Descriptor::of(ty).ok_or_else(too_large)?;
+                    d.alignment = usize::try_from(slot.alignment).map_err(|_| too_large())?;
+                    Ok(d)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let summary = loaded.summary();
+        Ok((
+            describe("input", &summary.inputs)?,
+            describe("output", &summary.outputs)?,
+        ))
     }
 }

@@ -31,14 +31,13 @@
 
 #![deny(missing_docs)]
 
-mod backend;
 mod descriptor;
 mod error;
 mod handle;
 mod mapping;
 mod session;
 
-pub use accy_executable::{Scratch, Tier, Weights};
+pub use accy_executable::{Executor, Inline, Scratch, ThreadPool, Tier, Weights};
 /// The IR types the facade's signatures mention, so a host needs no other accy crate.
 pub use accy_ir::{DType, Dims, Program};
 pub use descriptor::Descriptor;

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError};
-use accy_lower::CompileError;
+use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError, PoolError};
+use accy_lower::{CompileError, LookupError};
 use accy_wire::DecodeError;
 
 use crate::Error;
@@ -17,6 +17,8 @@ pub(crate) enum Inner {
     Bind(BindingError),
     Launch(LaunchError),
     Cpu(CpuError),
+    Lookup(LookupError),
+    Pool(PoolError),
     /// A failure the session itself detected, with its message.
     Session(SessionFailure),
 }
@@ -24,6 +26,15 @@ pub(crate) enum Inner {
 /// A failure found by the session's own checks (not by a lower layer).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SessionFailure {
+    /// An input or output slot of the artifact carries no type (an artifact not produced by
+    /// accy's compiler: every input and output slot it makes is typed).
+    #[error("{what} {index} has no type in the artifact")]
+    Untyped {
+        /// `input` or `output`.
+        what: &'static str,
+        /// Its position.
+        index: usize,
+    },
     /// The program's inputs or outputs are larger than this host can address.
     #[error("{what} {index} has type {ty}, which is larger than this host can address")]
     TooLarge {
@@ -95,7 +106,11 @@ impl Inner {
             Inner::Bind(e) => Error::InvalidBuffer(cause(e)),
             Inner::Launch(e) => Error::LaunchFailed(cause(e)),
             Inner::Cpu(e) => Error::CompileFailed(cause(e)),
-            Inner::Session(e @ SessionFailure::TooLarge { .. }) => Error::CompileFailed(cause(e)),
+            Inner::Lookup(e) => Error::CompileFailed(cause(e)),
+            Inner::Pool(e) => Error::OutOfMemory(cause(e)),
+            Inner::Session(
+                e @ (SessionFailure::TooLarge { .. } | SessionFailure::Untyped { .. }),
+            ) => Error::CompileFailed(cause(e)),
             Inner::Session(e) => Error::InvalidBuffer(cause(e)),
         }
     }

@@ -1,13 +1,16 @@
 //! The session: compile programs into generation-checked slots and run them.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use accy_executable::{prepare_borrowed, run, CpuInfo, LoadedArtifact, Scratch, Tier, Weights};
+use accy_executable::{
+    prepare_borrowed, run, CpuInfo, Executor, Inline, LoadedArtifact, Scratch, ThreadPool, Tier,
+    Weights,
+};
 use accy_ir::Program;
 use accy_lower::{Options, Target};
 use smallvec::SmallVec;
 
-use crate::handle::SlotTable;
+use crate::handle::{Borrowed, SlotTable};
 use crate::mapping::{Inner, SessionFailure};
 use crate::{Cause, Descriptor, Error, Handle};
 
@@ -15,7 +18,9 @@ use crate::{Cause, Descriptor, Error, Handle};
 /// live returns [`Error::TooManyPrograms`]; release one first.
 pub const MAX_PROGRAMS: usize = 64;
 
-/// One compiled, loaded program: immutable, shared by every invoke running it.
+/// One compiled, loaded program: immutable, shared by every invoke running it. The
+/// descriptors come from the artifact's typed input and output slots, so a program loaded
+/// without its `Program` is described the same way.
 #[derive(Debug)]
 struct Compiled {
     loaded: LoadedArtifact,
@@ -30,6 +35,15 @@ pub struct SessionOptions {
     /// The highest instruction-set tier generated code may use. `None` uses what the CPU
     /// offers, lowered by the `ACCY_CPU_FEATURES_MAX` environment variable when it is set.
     pub max_tier: Option<Tier>,
+    /// The code generator by name (`x64-avx2`, …; see `accy_lower::target::names`). `None`
+    /// picks the best one for this CPU (within `max_tier`). A named one this CPU cannot run is
+    /// refused by [`Session::with_options`].
+    pub target: Option<&'static str>,
+    /// Threads working on one invocation: the caller plus `threads - 1` pool threads the
+    /// session starts (1 starts none). `None` uses one per CPU this process may use
+    /// (`std::thread::available_parallelism`). Results do not depend on it: the tile grid of
+    /// every kernel is fixed at compile time, whatever runs the tiles.
+    pub threads: Option<usize>,
     /// Whether float sum reductions (and so `dot`) may be reassociated for speed (default
     /// `true`). Then they may differ from the reference interpreter's row-major sum by
     /// rounding; with `false` every result is bit-identical to the interpreter's, up to the
@@ -41,6 +55,8 @@ impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             max_tier: None,
+            target: None,
+            threads: None,
             reassociate_float_sums: true,
         }
     }
@@ -50,6 +66,18 @@ impl SessionOptions {
     /// These options with `max_tier` set.
     pub fn with_max_tier(mut self, tier: Tier) -> Self {
         self.max_tier = Some(tier);
+        self
+    }
+
+    /// These options with the code generator called `name` (see [`SessionOptions::target`]).
+    pub fn with_target(mut self, name: &'static str) -> Self {
+        self.target = Some(name);
+        self
+    }
+
+    /// These options with `threads` threads per invocation (see [`SessionOptions::threads`]).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
         self
     }
 
@@ -65,16 +93,23 @@ impl SessionOptions {
 ///
 /// Thread contract: `Session` is `Send + Sync`. [`Session::invoke`] takes `&self` and may run
 /// on many threads at once, for the same handle or different ones; each call needs its own
-/// [`Scratch`] and buffers. Compiled code, plans and weights are immutable and shared; the slot
-/// table is locked only briefly to look a handle up, compile's insertion and release, never
-/// while a program runs. Releasing a handle while another thread runs it is safe: the running
-/// call keeps the program alive until it returns, and later calls get `InvalidHandle`.
+/// [`Scratch`] and buffers. Compiled code, plans and weights are immutable and shared. Looking
+/// a handle up takes no lock and writes no shared memory (see the `handle` module), so
+/// concurrent callers scale; compile's insertion and release serialise on a mutex, never while
+/// a program runs. Releasing a handle while another thread runs it is safe: the running call
+/// keeps the program alive until it returns, and later calls get `InvalidHandle`.
+///
+/// Inside one invocation, a kernel's tiles run on the session's [`Executor`]: by default a
+/// [`ThreadPool`] the session owns (sized by [`SessionOptions::threads`]), or one the embedder
+/// hands in with [`Session::with_executor`]. Concurrent invocations share it; one that finds
+/// it busy runs its tiles on its own thread.
 #[derive(Debug)]
 pub struct Session {
     cpu: CpuInfo,
     target: Box<dyn Target>,
     options: Options,
-    table: RwLock<SlotTable<Arc<Compiled>, MAX_PROGRAMS>>,
+    executor: Arc<dyn Executor>,
+    table: SlotTable<Compiled, MAX_PROGRAMS>,
     last_cause: Mutex<Option<Cause>>,
 }
 
@@ -91,18 +126,41 @@ impl Session {
         Session::with_options(SessionOptions::default())
     }
 
-    /// A session with explicit options, e.g. a lower instruction-set tier for testing.
+    /// A session with explicit options, e.g. a lower instruction-set tier for testing. Starts
+    /// the session's own thread pool (see [`SessionOptions::threads`]).
     pub fn with_options(options: SessionOptions) -> Result<Session, Error> {
+        let threads = options
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let executor: Arc<dyn Executor> = if threads <= 1 {
+            Arc::new(Inline)
+        } else {
+            Arc::new(ThreadPool::new(threads).map_err(|e| Inner::Pool(e).into_error())?)
+        };
+        Session::with_executor(options, executor)
+    }
+
+    /// A session whose invocations run their tiles on `executor` (an embedder's own scheduler,
+    /// or a [`ThreadPool`] shared by several sessions); [`SessionOptions::threads`] is ignored.
+    pub fn with_executor(
+        options: SessionOptions,
+        executor: Arc<dyn Executor>,
+    ) -> Result<Session, Error> {
         let cpu = match options.max_tier {
             Some(tier) => CpuInfo::detect_with_max_tier(tier),
             None => CpuInfo::detect().map_err(|e| Inner::Cpu(e).into_error())?,
         };
-        let target = crate::backend::host_target(&cpu, options.reassociate_float_sums)?;
+        let target = match options.target {
+            Some(name) => accy_lower::lookup_name(name, Some(cpu.features())),
+            None => accy_lower::lookup_host(cpu.arch(), cpu.features()),
+        }
+        .map_err(|e| Inner::Lookup(e).into_error())?;
         Ok(Session {
             cpu,
             target,
-            options: Options::default(),
-            table: RwLock::new(SlotTable::new()),
+            options: Options::default().with_reassociate(options.reassociate_float_sums),
+            executor,
+            table: SlotTable::new(),
             last_cause: Mutex::new(None),
         })
     }
@@ -110,6 +168,11 @@ impl Session {
     /// The name of the code generator in use (e.g. `x64-avx2`).
     pub fn target_name(&self) -> &'static str {
         self.target.name()
+    }
+
+    /// The most threads that work on one invocation (the executor's worker count).
+    pub fn threads(&self) -> usize {
+        self.executor.workers()
     }
 
     /// Compiles a program given as wire bytes (`docs/wire-format.md`) and loads it into a free
@@ -127,7 +190,7 @@ impl Session {
     /// `weights`, which many programs may share (they are stored once). A missing or wrongly
     /// sized weight is [`Error::InvalidBuffer`].
     pub fn compile_with_weights(&self, bytes: &[u8], weights: &Weights) -> Result<Handle, Error> {
-        if !self.read_table().has_free() {
+        if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
         let program = accy_wire::decode(bytes).map_err(|e| self.fail(Inner::Decode(e)))?;
@@ -141,7 +204,7 @@ impl Session {
         program: &Program,
         weights: &Weights,
     ) -> Result<Handle, Error> {
-        if !self.read_table().has_free() {
+        if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
         // `compile` verifies first; its `Invalid` error maps to `InvalidProgram`.
@@ -151,33 +214,14 @@ impl Session {
         // generate kernels that keep the dispatch ABI for the launch plan it built.
         let loaded = unsafe { LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
-        let describe = |what: &'static str, types: Vec<&accy_ir::Type>| {
-            types
-                .into_iter()
-                .enumerate()
-                .map(|(index, ty)| {
-                    Descriptor::of(ty).ok_or_else(|| SessionFailure::TooLarge {
-                        what,
-                        index,
-                        ty: ty.clone(),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        let inputs = describe("input", program.inputs().map(|(_, p)| &p.ty).collect())
-            .map_err(|e| self.fail(Inner::Session(e)))?;
-        let output_types = program
-            .outputs
-            .iter()
-            .filter_map(|o| program.value_type(o.value))
-            .collect();
-        let outputs = describe("output", output_types).map_err(|e| self.fail(Inner::Session(e)))?;
-        let compiled = Arc::new(Compiled {
+        let (inputs, outputs) =
+            Descriptor::of_artifact(&loaded).map_err(|e| self.fail(Inner::Session(e)))?;
+        let compiled = Compiled {
             loaded,
             inputs,
             outputs,
-        });
-        self.write_table()
+        };
+        self.table
             .insert(compiled)
             .map_err(|_| Error::TooManyPrograms)
     }
@@ -185,7 +229,7 @@ impl Session {
     /// Frees the program `handle` names. Every copy of the handle is refused from then on
     /// (the slot's generation moves on). A stale or foreign handle is [`Error::InvalidHandle`].
     pub fn release(&self, handle: Handle) -> Result<(), Error> {
-        self.write_table()
+        self.table
             .remove(handle)
             .map(drop)
             .ok_or(Error::InvalidHandle {
@@ -196,17 +240,17 @@ impl Session {
 
     /// Descriptors of the program's inputs, in input order.
     pub fn inputs(&self, handle: Handle) -> Result<Vec<Descriptor>, Error> {
-        Ok(self.lookup(handle)?.inputs.clone())
+        Ok(compiled(&self.lookup(handle)?, handle)?.inputs.clone())
     }
 
     /// Descriptors of the program's outputs, in output order.
     pub fn outputs(&self, handle: Handle) -> Result<Vec<Descriptor>, Error> {
-        Ok(self.lookup(handle)?.outputs.clone())
+        Ok(compiled(&self.lookup(handle)?, handle)?.outputs.clone())
     }
 
     /// Number of live programs.
     pub fn live_programs(&self) -> usize {
-        self.read_table().live()
+        self.table.live()
     }
 
     /// Runs the program on caller buffers: `inputs` and `outputs` in the order of
@@ -225,7 +269,8 @@ impl Session {
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
     ) -> Result<(), Error> {
-        let compiled = self.lookup(handle)?;
+        let entry = self.lookup(handle)?;
+        let compiled = compiled(&entry, handle)?;
         for (what, expected, actual) in [
             ("input", compiled.inputs.len(), inputs.len()),
             ("output", compiled.outputs.len(), outputs.len()),
@@ -239,8 +284,14 @@ impl Session {
                 return Err(Error::InvalidBuffer(Arc::new(failure)));
             }
         }
-        let bindings = prepare_borrowed(&compiled.loaded, inputs, outputs, scratch)
-            .map_err(|e| self.fail(Inner::Bind(e)))?;
+        let bindings = prepare_borrowed(
+            &compiled.loaded,
+            inputs,
+            outputs,
+            scratch,
+            self.executor.as_ref(),
+        )
+        .map_err(|e| self.fail(Inner::Bind(e)))?;
         run(bindings).map_err(|e| self.fail(Inner::Launch(e)))
     }
 
@@ -253,7 +304,8 @@ impl Session {
         inputs: &[&[I]],
         outputs: &mut [&mut [O]],
     ) -> Result<(), Error> {
-        let compiled = self.lookup(handle)?;
+        let entry = self.lookup(handle)?;
+        let compiled = compiled(&entry, handle)?;
         let input_lens = inputs.iter().map(|s| s.len());
         let output_lens = outputs.iter().map(|s| s.len());
         check_typed("input", &compiled.inputs, input_lens, size_of::<I>())
@@ -297,27 +349,24 @@ impl Session {
         error
     }
 
-    fn lookup(&self, handle: Handle) -> Result<Arc<Compiled>, Error> {
-        self.read_table()
-            .get(handle)
-            .cloned()
-            .ok_or(Error::InvalidHandle {
-                index: handle.index,
-                generation: handle.generation,
-            })
+    fn lookup(&self, handle: Handle) -> Result<Borrowed<Compiled>, Error> {
+        self.table.get(handle).ok_or(Error::InvalidHandle {
+            index: handle.index,
+            generation: handle.generation,
+        })
     }
+}
 
-    // A panic while holding the table lock cannot leave it inconsistent (every mutation is a
-    // single assignment), so a poisoned lock is still safe to use.
-    fn read_table(&self) -> std::sync::RwLockReadGuard<'_, SlotTable<Arc<Compiled>, MAX_PROGRAMS>> {
-        self.table.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn write_table(
-        &self,
-    ) -> std::sync::RwLockWriteGuard<'_, SlotTable<Arc<Compiled>, MAX_PROGRAMS>> {
-        self.table.write().unwrap_or_else(PoisonError::into_inner)
-    }
+/// The program a successful lookup of `handle` borrowed (`lookup` returns only occupied slots,
+/// so the error is never seen).
+fn compiled(entry: &Borrowed<Compiled>, handle: Handle) -> Result<&Compiled, Error> {
+    entry
+        .as_ref()
+        .map(|e| &e.value)
+        .ok_or(Error::InvalidHandle {
+            index: handle.index,
+            generation: handle.generation,
+        })
 }
 
 fn check_typed(

@@ -31,36 +31,48 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Invocations before counting.
+const WARM_UP: usize = 20;
+
 #[test]
 fn invoke_allocates_nothing_after_warm_up() {
+    for threads in [1, 2] {
+        invoke_allocates_nothing_after_warm_up_with(threads, 8);
+        // Rows enough for the kernels to be split into workgroups that run on the pool.
+        invoke_allocates_nothing_after_warm_up_with(threads, 4096);
+    }
+}
+
+fn invoke_allocates_nothing_after_warm_up_with(threads: usize, rows: u64) {
     // A program with scratch (the exp result feeds a reduction and an output).
     let mut b = Builder::new();
-    let x = b.input("x", Type::new(DType::F32, &[8, 16])).unwrap();
+    let x = b.input("x", Type::new(DType::F32, &[rows, 16])).unwrap();
     let e = b.unary(UnaryOp::Exp, x).unwrap();
     let s = b.reduce(ReduceOp::Sum, e, &[1]).unwrap();
-    let sb = b.broadcast(s, &[8, 16], &[0]).unwrap();
+    let sb = b.broadcast(s, &[rows, 16], &[0]).unwrap();
     let y = b.binary(BinaryOp::Div, e, sb).unwrap();
     b.output(y).unwrap();
     b.output(s).unwrap();
     let bytes = accy_wire::encode(&b.finish().unwrap());
 
-    let session = Session::new().unwrap();
+    let session =
+        Session::with_options(accy_session::SessionOptions::default().with_threads(threads))
+            .unwrap();
     let h = session.compile(&bytes).unwrap();
-    let x = vec![0.5f32; 128];
-    let (mut y, mut s) = (vec![0.0f32; 128], vec![0.0f32; 8]);
+    let n = rows as usize;
+    let x = vec![0.5f32; n * 16];
+    let (mut y, mut s) = (vec![0.0f32; n * 16], vec![0.0f32; n]);
     let mut scratch = Scratch::new();
     let xb: &[u8] = bytemuck::cast_slice(&x);
-    session
-        .invoke(
-            h,
-            &mut scratch,
-            &[xb],
-            &mut [
-                bytemuck::cast_slice_mut(&mut y),
-                bytemuck::cast_slice_mut(&mut s),
-            ],
-        )
-        .unwrap();
+    // Warm-up: the scratch grows, and every pool thread runs a tile once (a thread's first
+    // job may initialise thread-local state of the standard library).
+    for _ in 0..WARM_UP {
+        let mut outs: [&mut [u8]; 2] = [
+            bytemuck::cast_slice_mut(&mut y),
+            bytemuck::cast_slice_mut(&mut s),
+        ];
+        session.invoke(h, &mut scratch, &[xb], &mut outs).unwrap();
+    }
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     for _ in 0..100 {
         let mut outs: [&mut [u8]; 2] = [
@@ -73,7 +85,7 @@ fn invoke_allocates_nothing_after_warm_up() {
     assert_eq!(
         after - before,
         0,
-        "invoke allocated {} times in 100 calls",
+        "invoke allocated {} times in 100 calls ({threads} threads, {rows} rows)",
         after - before
     );
     assert!((s[0] - 16.0 * 0.5f32.exp()).abs() < 1e-4);

@@ -1,4 +1,5 @@
-//! The emulator harness: runs AArch64 kernels under unicorn through the dispatch ABI.
+//! The emulator harness: runs AArch64 kernels under unicorn through the dispatch ABI, as the
+//! conformance suite's [`EmulatorRunner`].
 //!
 //! Memory of one run (all 4 KiB pages; everything not listed is unmapped):
 //! - the code, read + execute;
@@ -23,16 +24,15 @@
     reason = "each test binary uses a different part of the shared harness"
 )]
 
-use accy_artifact::abi::{DispatchState, ABI_VERSION};
-use accy_artifact::{Artifact, Command, Import, SlotRole};
-use accy_executable::ImportFn;
-use accy_ir::{ParamKind, Program, Tensor, TensorData};
-use accy_lower::kernel::LoopKernel;
-use accy_lower::Target;
-use unicorn_engine::{Arch, Arm64CpuModel, Mode, Prot, RegisterARM64, Unicorn};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Dispatches [`run_artifact`] has run in this process, so a suite can prove it ran code.
-pub static DISPATCHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+use accy_artifact::abi::DispatchState;
+use accy_artifact::Import;
+use accy_executable::ImportFn;
+use accy_lower::aarch64::A64Target;
+use accy_lower::testing::conformance::{KernelRunner, Launch};
+use accy_lower::{EmittedCode, Target};
+use unicorn_engine::{Arch, Arm64CpuModel, Mode, Prot, RegisterARM64, Unicorn};
 
 const PAGE: u64 = 0x1000;
 const MAGIC: u64 = 0x0000_7000;
@@ -189,7 +189,7 @@ pub fn run_code_claiming(
     // The state page: DispatchState, pointers, lengths, import table.
     let n = buffers.len() as u64;
     let claimed = lengths_claimed.len() as u64;
-    let pointers = STATE + 64;
+    let pointers = STATE + u64::from(DispatchState::SIZE).next_multiple_of(64);
     let lengths = pointers + 8 * n.max(claimed);
     let imports = lengths + 8 * n.max(claimed);
     let state_size = round_up(imports - STATE + 8 * Import::COUNT as u64);
@@ -227,6 +227,19 @@ pub fn run_code_claiming(
         &workgroups.to_le_bytes(),
     );
     put(field(DispatchState::OFFSET_IMPORTS), &imports.to_le_bytes());
+    // No worker scratch: none of the kernels run here declares any; worker 0 of 1.
+    put(
+        field(DispatchState::OFFSET_WORKER_SCRATCH),
+        &0u64.to_le_bytes(),
+    );
+    put(
+        field(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE),
+        &0u64.to_le_bytes(),
+    );
+    put(
+        field(DispatchState::OFFSET_WORKER_COUNT),
+        &1u32.to_le_bytes(),
+    );
     for (i, a) in addresses.iter().enumerate() {
         put(pointers + 8 * i as u64, &a.to_le_bytes());
     }
@@ -252,6 +265,7 @@ pub fn run_code_claiming(
         }
         uc.reg_write(x(0), STATE).map_err(err("x0"))?;
         uc.reg_write(x(1), u64::from(wg)).map_err(err("x1"))?;
+        uc.reg_write(x(2), 0).map_err(err("x2"))?;
         uc.reg_write(RegisterARM64::LR, MAGIC).map_err(err("lr"))?;
         uc.reg_write(RegisterARM64::SP, top).map_err(err("sp"))?;
         let start = CODE + u64::from(entry);
@@ -301,192 +315,46 @@ pub fn run_code_claiming(
     Ok(statuses)
 }
 
-/// Emits `kernel` with `target` and runs it (see [`run_code`]).
-pub fn run_kernel_emulated(
-    target: &dyn Target,
-    kernel: &LoopKernel,
-    buffers: &mut [Vec<u8>],
-    workgroups: u32,
-) -> RunResult<Vec<u32>> {
-    let code = target
-        .emit(std::slice::from_ref(kernel))
-        .map_err(|e| format!("emit: {e}"))?;
-    run_code(
-        &code.code,
-        code.entries[0].offset,
-        buffers,
-        workgroups,
-        ABI_VERSION,
-    )
+/// The conformance suite's runner for the AArch64 backend: every call under unicorn through
+/// [`run_code_claiming`], so faults, hangs and ABI violations come back as errors.
+#[derive(Debug, Default)]
+pub struct EmulatorRunner {
+    target: A64Target,
+    /// Calls run so far, so a suite can prove it ran code.
+    pub runs: AtomicUsize,
 }
 
-fn is_nan(dtype: accy_ir::DType, bytes: &[u8]) -> bool {
-    match dtype {
-        accy_ir::DType::F32 => bytes
-            .try_into()
-            .is_ok_and(|b: [u8; 4]| f32::from_le_bytes(b).is_nan()),
-        accy_ir::DType::F64 => bytes
-            .try_into()
-            .is_ok_and(|b: [u8; 8]| f64::from_le_bytes(b).is_nan()),
-        _ => false,
+impl KernelRunner for EmulatorRunner {
+    fn target(&self) -> &dyn Target {
+        &self.target
     }
-}
 
-/// Runs `kernel` with the reference interpreter and under emulation (over `workgroups`
-/// workgroups) on copies of `buffers`, and returns a message for the first element that
-/// differs (floats bit for bit, except that any NaN equals any NaN).
-pub fn compare_with_interpreter(
-    target: &dyn Target,
-    kernel: &LoopKernel,
-    buffers: &[Vec<u8>],
-    workgroups: u32,
-) -> RunResult<()> {
-    let mut expected = buffers.to_vec();
-    {
-        let mut views: Vec<&mut [u8]> = expected.iter_mut().map(|b| b.as_mut_slice()).collect();
-        accy_lower::kernel::run_kernel(kernel, &mut views).map_err(|e| e.to_string())?;
+    fn describe(&self) -> String {
+        format!("{} under unicorn", self.target.name())
     }
-    let mut actual = buffers.to_vec();
-    let statuses = run_kernel_emulated(target, kernel, &mut actual, workgroups)
-        .map_err(|e| format!("{e}\nkernel: {kernel:#?}"))?;
-    if statuses.iter().any(|&s| s != 0) {
-        return Err(format!("statuses {statuses:?}"));
-    }
-    for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
-        let dtype = kernel.bindings[i].dtype;
-        let size = dtype.size_bytes() as usize;
-        for (j, (ee, aa)) in e.chunks(size).zip(a.chunks(size)).enumerate() {
-            if ee != aa && !(is_nan(dtype, ee) && is_nan(dtype, aa)) {
-                return Err(format!(
-                    "binding {i} element {j}: expected {ee:02x?}, got {aa:02x?}\nkernel: {kernel:#?}\ninputs: {buffers:02x?}"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
 
-/// Runs `artifact` (compiled from `program`) on `args` the way a runtime does: slots hold the
-/// inputs, weights and constants; Fill and Copy run in Rust; every Dispatch runs its kernel
-/// under emulation on guarded copies of its binding regions. Returns one tensor per output.
-pub fn run_artifact(
-    artifact: &Artifact,
-    program: &Program,
-    args: &[Tensor],
-) -> RunResult<Vec<Tensor>> {
-    let inputs: Vec<&Tensor> = program
-        .params
-        .iter()
-        .zip(args)
-        .filter(|(p, _)| p.kind == ParamKind::Input)
-        .map(|(_, a)| a)
-        .collect();
-    let mut slots: Vec<Vec<u8>> = Vec::new();
-    for slot in &artifact.plan.slots {
-        let size = slot.byte_size as usize;
-        let data = match &slot.role {
-            SlotRole::Input(n) => inputs
-                .get(*n as usize)
-                .map(|t| t.data().to_le_bytes())
-                .ok_or("missing input")?,
-            SlotRole::Weight(name) => program
-                .params
-                .iter()
-                .zip(args)
-                .find(|(p, _)| p.kind == ParamKind::Weight && &p.name == name)
-                .map(|(_, a)| a.data().to_le_bytes())
-                .ok_or("missing weight")?,
-            SlotRole::Constant { offset } => artifact
-                .constants
-                .get(*offset as usize..*offset as usize + size)
-                .ok_or("constant out of range")?
-                .to_vec(),
-            // Outputs and scratch start as poison, not zeros, so a kernel that skips a store
-            // whose expected value is 0 (or false) is caught; intended zeros come from the
-            // plan's Fill commands.
-            _ => vec![0xA5; size],
-        };
-        if data.len() != size {
-            return Err(format!(
-                "slot {} has {} bytes, needs {size}",
-                slot.role,
-                data.len()
-            ));
-        }
-        slots.push(data);
+    fn catches_faults(&self) -> bool {
+        true
     }
-    let range = |r: &accy_artifact::Region| {
-        let start = r.offset as usize;
-        (r.slot.index(), start..start + r.len as usize)
-    };
-    for command in &artifact.launch.commands {
-        match command {
-            Command::Fill {
-                dst,
-                pattern,
-                width,
-            } => {
-                let pattern = pattern.to_le_bytes();
-                let (s, r) = range(dst);
-                for (i, b) in slots[s][r].iter_mut().enumerate() {
-                    *b = pattern[i % usize::from(*width)];
-                }
-            }
-            Command::Copy { src, dst } => {
-                let (s, r) = range(src);
-                let data = slots[s][r].to_vec();
-                let (s, r) = range(dst);
-                slots[s][r].copy_from_slice(&data);
-            }
-            Command::Dispatch {
-                kernel,
-                bindings,
-                workgroups,
-                ..
-            } => {
-                let entry = artifact.kernels[*kernel as usize].offset;
-                let mut buffers: Vec<Vec<u8>> = bindings
-                    .iter()
-                    .map(|b| {
-                        let (s, r) = range(&b.region);
-                        slots[s][r].to_vec()
-                    })
-                    .collect();
-                let statuses = run_code(
-                    &artifact.code,
-                    entry,
-                    &mut buffers,
-                    *workgroups,
-                    ABI_VERSION,
-                )?;
-                DISPATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if statuses.iter().any(|&s| s != 0) {
-                    return Err(format!("kernel {kernel}: statuses {statuses:?}"));
-                }
-                for (b, data) in bindings.iter().zip(&buffers) {
-                    let (s, r) = range(&b.region);
-                    if b.access.writes() {
-                        slots[s][r].copy_from_slice(data);
-                    } else if slots[s][r.clone()] != data[..] {
-                        return Err(format!(
-                            "kernel {kernel} wrote its read-only binding {:?}",
-                            b.region
-                        ));
-                    }
-                }
-            }
-        }
+
+    fn run(
+        &self,
+        code: &EmittedCode,
+        index: usize,
+        buffers: &mut [Vec<u8>],
+        launch: &Launch<'_>,
+    ) -> RunResult<Vec<u32>> {
+        let entry = code.entries.get(index).ok_or("no such kernel")?.offset;
+        let real: Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
+        let lengths = launch.claimed_lengths.unwrap_or(&real).to_vec();
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        run_code_claiming(
+            &code.code,
+            entry,
+            buffers,
+            launch.workgroups,
+            launch.abi_version,
+            &lengths,
+        )
     }
-    let outputs = artifact.plan.output_slots();
-    program
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(i, out)| {
-            let ty = program.value_type(out.value).ok_or("output type")?;
-            let data = &slots[outputs.get(i).ok_or("output slot")?.index()];
-            let data = TensorData::from_le_bytes(ty.dtype, data).ok_or("output bytes")?;
-            Tensor::new(&ty.dims, data).map_err(|e| e.to_string())
-        })
-        .collect()
 }

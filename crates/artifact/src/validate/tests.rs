@@ -50,11 +50,13 @@ fn valid() -> Artifact {
             name: "add".into(),
             offset: 0,
             len: 4,
+            worker_scratch: 0,
         },
         KernelEntry {
             name: "mul".into(),
             offset: 4,
             len: 4,
+            worker_scratch: 0,
         },
     ];
     a.constants = vec![0; 16];

@@ -10,8 +10,7 @@ use std::path::Path;
 
 use accy_cli::{npy, seeded};
 use accy_ir::{text, verify, ParamKind, Program, Tensor, TensorData};
-use accy_lower::x64::X64Tier;
-use accy_session::{Descriptor, Error, Handle, Session, SessionOptions, Tier, Weights};
+use accy_session::{Descriptor, Error, Handle, Session, SessionOptions, Weights};
 
 /// A failure with the exit code it maps to.
 #[derive(Debug)]
@@ -60,37 +59,28 @@ impl Failure {
     }
 }
 
-/// A code generator named by `--target`.
+/// A code generator named by `--target`: one of the names `accy_lower::target::names()`
+/// lists (`x64-sse2`, `x64-avx2`, `x64-avx512`, `aarch64-neon`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TargetName {
-    /// One of the x86-64 tiers.
-    X64(X64Tier),
-    /// AArch64 (NEON): `inspect` generates and disassembles its code on any host; `run` and
-    /// `bench` need an AArch64 host.
-    Aarch64,
-}
+pub struct TargetName(pub &'static str);
 
-/// Parses a `--target` value (`x64-sse2`, `x64-avx2`, `x64-avx512`; `x64` is the best x86-64
-/// tier this CPU runs; `aarch64` / `aarch64-neon` for inspecting AArch64 code).
+/// Parses a `--target` value: a target name, or `aarch64` for `aarch64-neon`.
 pub fn parse_target(text: &str) -> Result<TargetName, String> {
-    if let Some(tier) = X64Tier::ALL.into_iter().find(|t| t.name() == text) {
-        return Ok(TargetName::X64(tier));
-    }
-    match text {
-        "aarch64" | "aarch64-neon" => Ok(TargetName::Aarch64),
-        _ => Err(format!(
-            "unknown target `{text}`: expected x64-sse2, x64-avx2, x64-avx512 or aarch64"
-        )),
-    }
-}
-
-/// The failure for running AArch64 code on a host of another architecture.
-pub fn no_aarch64() -> Failure {
-    Failure::Usage(
-        "aarch64 code runs only on an aarch64 host (this one is not); `accy inspect --target \
-         aarch64` shows it here"
-            .into(),
-    )
+    let text = if text == "aarch64" {
+        "aarch64-neon"
+    } else {
+        text
+    };
+    accy_lower::target::names()
+        .into_iter()
+        .find(|&name| name == text)
+        .map(TargetName)
+        .ok_or_else(|| {
+            format!(
+                "unknown target `{text}`: expected one of {} (or aarch64)",
+                accy_lower::target::names().join(", ")
+            )
+        })
 }
 
 /// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
@@ -146,33 +136,24 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
     Ok(program)
 }
 
-/// A session generating code for `target` (the host's best when `None`); a runtime failure if
-/// this CPU cannot run that target's code.
+/// A session generating code for `target` (the host's best when `None`); a usage error for a
+/// target of another architecture, a runtime failure if this CPU cannot run its code.
 pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
-    let tier = match target {
-        None => None,
-        Some(TargetName::X64(tier)) => Some(tier),
-        Some(TargetName::Aarch64) => return Err(no_aarch64()),
-    };
-    if let Some(tier) = tier {
-        options = options.with_max_tier(match tier {
-            X64Tier::Sse2 => Tier::Baseline,
-            X64Tier::Avx2 => Tier::Avx2,
-            X64Tier::Avx512 => Tier::Avx512,
-        });
-    }
-    let session = Session::with_options(options).map_err(|e| Failure::session("session", &e))?;
-    if let Some(tier) = tier {
-        if session.target_name() != tier.name() {
-            return Err(Failure::Runtime(format!(
-                "this CPU cannot run {} code (the best it runs is {})",
-                tier.name(),
-                session.target_name()
+    if let Some(TargetName(name)) = target {
+        let arch = accy_lower::lookup_name(name, None)
+            .map_err(|e| Failure::Usage(e.to_string()))?
+            .spec()
+            .arch;
+        if Some(arch) != accy_artifact::Arch::host() {
+            return Err(Failure::Usage(format!(
+                "{name} code runs only on an {arch} host (this one is not); `accy inspect \
+                 --target {name}` shows it here"
             )));
         }
+        options = options.with_target(name);
     }
-    Ok(session)
+    Session::with_options(options).map_err(|e| Failure::session("session", &e))
 }
 
 /// The most bytes of parameters plus outputs `run` and `bench` allocate for one program. A

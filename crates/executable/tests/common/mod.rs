@@ -51,6 +51,7 @@ pub fn add_kernel(a: &mut Artifact, name: &str, code: &[u8]) -> u32 {
         name: name.into(),
         offset,
         len: u32::try_from(code.len()).expect("small code"),
+        worker_scratch: 0,
     });
     u32::try_from(a.kernels.len() - 1).expect("few kernels")
 }

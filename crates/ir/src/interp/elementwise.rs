@@ -3,6 +3,8 @@
 
 use super::data::{pick, typed, with_elem_type, Elem};
 use super::OpResult;
+use accy_math::Float;
+
 use crate::{BinaryOp, CompareOp, DType, TensorData, UnaryOp};
 
 /// The per-element arithmetic of one dtype.
@@ -13,8 +15,10 @@ pub(super) trait Arith: Elem {
     fn binary(op: BinaryOp, a: Self, b: Self) -> Option<Self>;
 }
 
+// Functions that are not a single IEEE operation come from `accy_math`, the one definition the
+// runtime's import table shares, so exact-mode kernels match this interpreter bit for bit.
 macro_rules! float_arith {
-    ($t:ident, $erf:path) => {
+    ($t:ident) => {
         impl Arith for $t {
             fn unary(op: UnaryOp, x: $t) -> Option<$t> {
                 Some(match op {
@@ -22,16 +26,16 @@ macro_rules! float_arith {
                     UnaryOp::Abs => x.abs(),
                     UnaryOp::Sqrt => x.sqrt(),
                     UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-                    UnaryOp::Exp => x.exp(),
-                    UnaryOp::Log => x.ln(),
-                    UnaryOp::Tanh => x.tanh(),
-                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-                    UnaryOp::Erf => $erf(x),
-                    UnaryOp::Sin => x.sin(),
-                    UnaryOp::Cos => x.cos(),
-                    UnaryOp::Floor => x.floor(),
-                    UnaryOp::Ceil => x.ceil(),
-                    UnaryOp::Round => x.round_ties_even(),
+                    UnaryOp::Exp => Float::exp(x),
+                    UnaryOp::Log => Float::log(x),
+                    UnaryOp::Tanh => Float::tanh(x),
+                    UnaryOp::Sigmoid => Float::sigmoid(x),
+                    UnaryOp::Erf => Float::erf(x),
+                    UnaryOp::Sin => Float::sin(x),
+                    UnaryOp::Cos => Float::cos(x),
+                    UnaryOp::Floor => Float::floor(x),
+                    UnaryOp::Ceil => Float::ceil(x),
+                    UnaryOp::Round => Float::round(x),
                     UnaryOp::Not => return None,
                 })
             }
@@ -42,10 +46,8 @@ macro_rules! float_arith {
                     BinaryOp::Sub => a - b,
                     BinaryOp::Mul => a * b,
                     BinaryOp::Div => a / b,
-                    // Rust's float `%` is C `fmod`: exact, with the sign of `a`.
-                    BinaryOp::Rem => a % b,
-                    // `powf` is C `pow`, including its special cases for NaN operands.
-                    BinaryOp::Pow => a.powf(b),
+                    BinaryOp::Rem => Float::rem(a, b),
+                    BinaryOp::Pow => Float::pow(a, b),
                     BinaryOp::Max => {
                         if a.is_nan() || b.is_nan() {
                             $t::NAN
@@ -90,8 +92,8 @@ macro_rules! float_arith {
     };
 }
 
-float_arith!(f32, libm::erff);
-float_arith!(f64, libm::erf);
+float_arith!(f32);
+float_arith!(f64);
 
 /// The shift amount `b` as a `u32` if it lies in `0..bits`.
 fn shift_amount(b: i128, bits: u32) -> Option<u32> {

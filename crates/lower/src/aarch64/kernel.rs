@@ -39,12 +39,12 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{
     a64, add_imm, add_slot, gpr, ldr_slot, mov_imm, mul_imm, str_slot, sub_sp, Asm, Slot,
 };
-use super::layout::{Layout, MapRef};
 use super::vector::{self, VectorPlan};
 use super::NAME;
+use crate::emit::frame::{Layout, MapRef};
+use crate::emit::{check_shape, identity_bits};
 use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
-use crate::x64::kernel::{check_shape, identity_bits, live_nodes};
 
 /// Stack page size the frame probes step by (the smallest page size of AArch64 hosts; the
 /// probe loop below subtracts it as `#1, lsl #12`).
@@ -64,7 +64,7 @@ pub(crate) struct Emitter<'a> {
 /// Emits `k` at the assembler's current position.
 pub(crate) fn emit_kernel(ops: &mut Asm, k: &LoopKernel) -> Result<(), EmitError> {
     check_shape(k, NAME)?;
-    let live = live_nodes(k);
+    let live = k.live_nodes();
     let vplan = vector::plan(k, &live);
     let layout = Layout::new(k, 0, NAME)?;
     let mut e = Emitter {

@@ -5,7 +5,6 @@
 //! differences:
 //! - `mod.rs` (this file): the feature set and the [`Target`] impl;
 //! - `asm.rs`: the assembler type, frame addressing and checked immediates;
-//! - `layout.rs`: the stack frame of one kernel (shared with x86-64: it is arch-neutral);
 //! - `kernel.rs`: prologue and epilogue, workgroup split, the loop nest, index maps, stores
 //!   and reductions;
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (FP/SIMD registers for floats, general
@@ -27,16 +26,15 @@
 pub(crate) mod asm;
 mod convert;
 mod kernel;
-mod layout;
 mod scalar;
 mod vector;
 
 #[cfg(test)]
 mod tests;
 
-use accy_artifact::{Arch, CpuFeature, FeatureSet, KernelEntry, TargetSpec};
-use dynasmrt::DynasmApi;
+use accy_artifact::{Arch, CpuFeature, FeatureSet, TargetSpec};
 
+use crate::compile::Options;
 use crate::kernel::LoopKernel;
 use crate::target::{EmitError, EmittedCode, Target};
 
@@ -47,21 +45,16 @@ const NAME: &str = "aarch64-neon";
 /// Immutable; construct it with [`A64Target::new`] for cross-compiling, or with
 /// [`A64Target::new_checked`] / [`A64Target::for_host`], which are the feature check for
 /// running the code here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct A64Target {
-    reassociate: bool,
-}
-
-impl Default for A64Target {
-    fn default() -> Self {
-        A64Target::new()
-    }
-}
+///
+/// This backend does not vectorize reductions yet, so it never reassociates and its results
+/// are bit-identical to the reference interpreter's in either numeric mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct A64Target;
 
 impl A64Target {
     /// The target, whatever the host has (the code may not run here).
     pub const fn new() -> A64Target {
-        A64Target { reassociate: true }
+        A64Target
     }
 
     /// Exactly the features the emitted code uses (recorded in the artifact): NEON, i.e. the
@@ -82,20 +75,6 @@ impl A64Target {
     pub fn for_host(host: FeatureSet) -> A64Target {
         A64Target::new_checked(host).unwrap_or_default()
     }
-
-    /// The same target, allowed (`true`, the default) or not to reassociate float sum
-    /// reductions for speed. This backend does not vectorize reductions yet, so it never
-    /// reassociates and results are bit-identical to the reference interpreter's either way;
-    /// the flag is kept so callers treat every backend alike and a vector reduction can
-    /// honour it.
-    pub const fn with_float_reassociation(self, allow: bool) -> A64Target {
-        A64Target { reassociate: allow }
-    }
-
-    /// Whether float sum reductions may be reassociated.
-    pub const fn float_reassociation(&self) -> bool {
-        self.reassociate
-    }
 }
 
 impl Target for A64Target {
@@ -107,28 +86,11 @@ impl Target for A64Target {
         TargetSpec::new(Arch::Aarch64, A64Target::code_features())
     }
 
-    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError> {
-        let mut ops = asm::Asm::new(0);
-        let mut entries = Vec::with_capacity(kernels.len());
-        for k in kernels {
-            let start = ops.offset().0;
-            kernel::emit_kernel(&mut ops, k)?;
-            ops.commit().map_err(|e| EmitError::Assembler {
-                kernel: k.name.clone(),
-                message: e.to_string(),
-            })?;
-            let end = ops.offset().0;
-            let too_large = || EmitError::TooLarge { bytes: end as u64 };
-            entries.push(KernelEntry {
-                name: k.name.clone(),
-                offset: u32::try_from(start).map_err(|_| too_large())?,
-                len: u32::try_from(end - start).map_err(|_| too_large())?,
-            });
-        }
-        let code = ops.finalize().map_err(|e| EmitError::Assembler {
-            kernel: kernels.last().map(|k| k.name.clone()).unwrap_or_default(),
-            message: e.to_string(),
-        })?;
-        Ok(EmittedCode { code, entries })
+    fn emit(&self, kernels: &[LoopKernel], _options: &Options) -> Result<EmittedCode, EmitError> {
+        crate::emit::assemble(
+            kernels,
+            |k| &k.name,
+            |ops, k| kernel::emit_kernel(ops, k).map(|()| 0),
+        )
     }
 }

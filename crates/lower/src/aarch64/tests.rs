@@ -14,7 +14,7 @@ use crate::testing::kernels::{copy_f32x4 as base, random_kernel};
 
 fn emit(k: &LoopKernel) -> Result<Vec<u8>, EmitError> {
     A64Target::new()
-        .emit(std::slice::from_ref(k))
+        .emit(std::slice::from_ref(k), &crate::Options::default())
         .map(|c| c.code)
 }
 
@@ -37,7 +37,6 @@ fn target_records_arch_and_exact_features() {
     assert_eq!(t.spec().features, FeatureSet::of(&[CpuFeature::Neon]));
     assert!(A64Target::new_checked(FeatureSet::of(&[CpuFeature::Sse2])).is_none());
     assert!(A64Target::new_checked(FeatureSet::of(&[CpuFeature::Neon])).is_some());
-    assert!(!t.with_float_reassociation(false).float_reassociation());
 }
 
 #[test]
@@ -141,7 +140,7 @@ fn immediates_use_the_expected_encodings() {
 #[test]
 fn contiguous_elementwise_kernels_are_vectorized() {
     let planned = |k: &LoopKernel| {
-        let live = crate::x64::kernel::live_nodes(k);
+        let live = k.live_nodes();
         super::vector::plan(k, &live).is_some()
     };
     assert!(planned(&base()));

@@ -37,6 +37,7 @@ use accy_artifact::Access;
 use accy_ir::{BinaryOp, CompareOp, DType, Dims, ReduceOp, UnaryOp};
 use smallvec::SmallVec;
 
+mod display;
 mod interp;
 mod validate;
 
@@ -193,6 +194,53 @@ pub struct LoopKernel {
     pub store: Store,
 }
 
+impl Node {
+    /// The nodes this one reads, in operand order.
+    pub fn operands(&self) -> SmallVec<[NodeId; 3]> {
+        match self {
+            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => SmallVec::new(),
+            Node::Gather { index, .. } => smallvec::smallvec![*index],
+            Node::Unary { x, .. } | Node::Convert { x } => smallvec::smallvec![*x],
+            Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
+                smallvec::smallvec![*lhs, *rhs]
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => smallvec::smallvec![*cond, *on_true, *on_false],
+        }
+    }
+
+    /// The same node with every operand id replaced by `f(id)` (leaves are returned as they
+    /// are); the first error of `f` is returned instead.
+    pub fn map_operands<E>(
+        &self,
+        mut f: impl FnMut(NodeId) -> Result<NodeId, E>,
+    ) -> Result<Node, E> {
+        let mut node = self.clone();
+        match &mut node {
+            Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => {}
+            Node::Gather { index, .. } => *index = f(*index)?,
+            Node::Unary { x, .. } | Node::Convert { x } => *x = f(*x)?,
+            Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
+                *lhs = f(*lhs)?;
+                *rhs = f(*rhs)?;
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                *cond = f(*cond)?;
+                *on_true = f(*on_true)?;
+                *on_false = f(*on_false)?;
+            }
+        }
+        Ok(node)
+    }
+}
+
 impl IndexMap {
     /// The map `offset + Σ strides[d] * i[d]`.
     pub fn new(offset: i64, strides: &[i64]) -> IndexMap {
@@ -227,6 +275,25 @@ impl LoopKernel {
         self.dims
             .get(..self.parallel_rank as usize)
             .unwrap_or(&self.dims)
+    }
+
+    /// Which nodes the result depends on (the others are never evaluated).
+    pub fn live_nodes(&self) -> Vec<bool> {
+        let mut live = vec![false; self.nodes.len()];
+        if let Some(r) = live.get_mut(self.result as usize) {
+            *r = true;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            if !live[i] {
+                continue;
+            }
+            for op in self.nodes[i].node.operands() {
+                if let Some(l) = live.get_mut(op as usize) {
+                    *l = true;
+                }
+            }
+        }
+        live
     }
 
     /// The reduction dims (those after the parallel ones).

@@ -140,14 +140,18 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
                     src: region(*src, *src_offset, *len)?,
                     dst: region(*dst, 0, *len)?,
                 },
-                Pending::Dispatch { kernel, bindings } => Command::Dispatch {
+                Pending::Dispatch {
+                    kernel,
+                    bindings,
+                    workgroups,
+                } => Command::Dispatch {
                     kernel: *kernel,
                     bindings: bindings
                         .iter()
                         .map(|&(buf, access)| Ok(Binding::new(whole(buf)?, access)))
                         .collect::<Result<_, CompileError>>()?,
                     scalars: Vec::new(),
-                    workgroups: 1,
+                    workgroups: *workgroups,
                 },
             })
         })

@@ -15,12 +15,11 @@
 use std::collections::{HashMap, HashSet};
 
 use accy_artifact::Access;
-use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
-use smallvec::SmallVec;
+use accy_ir::DType;
 
 use super::views::PointMap;
 use crate::error::CompileError;
-use crate::kernel::{IndexMap, KernelBinding, KernelNode, Node, NodeId};
+use crate::kernel::{KernelBinding, KernelNode, Node, NodeId};
 
 /// Index of an expression node in [`Exprs`].
 pub(crate) type ExprId = u32;
@@ -28,76 +27,11 @@ pub(crate) type ExprId = u32;
 /// Index of a buffer in the planner's buffer table.
 pub(crate) type BufId = u32;
 
-/// One expression node: the value at a point of the expression's space.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ExprKind {
-    /// Element `map(point)` of buffer `buf`.
-    Load {
-        buf: BufId,
-        map: IndexMap,
-    },
-    /// Element `map(point) + clamp(index) * axis_stride` of `buf`.
-    Gather {
-        buf: BufId,
-        map: IndexMap,
-        index: ExprId,
-        axis_len: u64,
-        axis_stride: i64,
-    },
-    /// A constant (the bits of [`Node::Const`]).
-    Const {
-        bits: u64,
-    },
-    /// `offset + scale * point[dim]`, converted to the dtype.
-    Index {
-        dim: Option<u32>,
-        scale: i64,
-        offset: i64,
-    },
-    Unary {
-        op: UnaryOp,
-        x: ExprId,
-    },
-    Binary {
-        op: BinaryOp,
-        lhs: ExprId,
-        rhs: ExprId,
-    },
-    Compare {
-        op: CompareOp,
-        lhs: ExprId,
-        rhs: ExprId,
-    },
-    Select {
-        cond: ExprId,
-        on_true: ExprId,
-        on_false: ExprId,
-    },
-    Convert {
-        x: ExprId,
-    },
-}
-
-impl ExprKind {
-    /// The nodes this one reads.
-    fn operands(&self) -> SmallVec<[ExprId; 3]> {
-        match self {
-            ExprKind::Load { .. } | ExprKind::Const { .. } | ExprKind::Index { .. } => {
-                SmallVec::new()
-            }
-            ExprKind::Gather { index, .. } => smallvec::smallvec![*index],
-            ExprKind::Unary { x, .. } | ExprKind::Convert { x } => smallvec::smallvec![*x],
-            ExprKind::Binary { lhs, rhs, .. } | ExprKind::Compare { lhs, rhs, .. } => {
-                smallvec::smallvec![*lhs, *rhs]
-            }
-            ExprKind::Select {
-                cond,
-                on_true,
-                on_false,
-            } => smallvec::smallvec![*cond, *on_true, *on_false],
-        }
-    }
-}
+/// One expression node: the value at a point of the expression's space. It is a kernel
+/// [`Node`] whose operands are [`ExprId`]s and whose `binding` fields (of loads and gathers)
+/// hold the [`BufId`] read; [`Exprs::body`] renumbers both when it turns an expression into a
+/// kernel body.
+pub(crate) type ExprKind = Node;
 
 /// An expression node and the dtype of its value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,10 +109,7 @@ impl Exprs {
             return Ok(false);
         }
         for id in nodes {
-            if matches!(
-                self.get(id)?.kind,
-                ExprKind::Load { .. } | ExprKind::Gather { .. }
-            ) {
+            if matches!(self.get(id)?.kind, Node::Load { .. } | Node::Gather { .. }) {
                 return Ok(false);
             }
         }
@@ -190,7 +121,7 @@ impl Exprs {
         for id in self.reachable(root)? {
             if matches!(
                 self.get(id)?.kind,
-                ExprKind::Load { .. } | ExprKind::Gather { .. } | ExprKind::Index { .. }
+                Node::Load { .. } | Node::Gather { .. } | Node::Index { .. }
             ) {
                 return Ok(false);
             }
@@ -210,51 +141,14 @@ impl Exprs {
                     CompileError::internal(format!("expression {x} was not remapped"))
                 })
             };
-            let kind = match e.kind {
-                ExprKind::Load { buf, map } => ExprKind::Load {
-                    buf,
-                    map: pm.compose(&map)?,
-                },
-                ExprKind::Gather {
-                    buf,
-                    map,
-                    index,
-                    axis_len,
-                    axis_stride,
-                } => ExprKind::Gather {
-                    buf,
-                    map: pm.compose(&map)?,
-                    index: m(index)?,
-                    axis_len,
-                    axis_stride,
-                },
-                ExprKind::Const { bits } => ExprKind::Const { bits },
-                ExprKind::Index { dim, scale, offset } => {
-                    let (dim, scale, offset) = pm.compose_index(dim, scale, offset)?;
-                    ExprKind::Index { dim, scale, offset }
+            let mut kind = e.kind.map_operands(m)?;
+            match &mut kind {
+                Node::Load { map, .. } | Node::Gather { map, .. } => *map = pm.compose(map)?,
+                Node::Index { dim, scale, offset } => {
+                    (*dim, *scale, *offset) = pm.compose_index(*dim, *scale, *offset)?;
                 }
-                ExprKind::Unary { op, x } => ExprKind::Unary { op, x: m(x)? },
-                ExprKind::Binary { op, lhs, rhs } => ExprKind::Binary {
-                    op,
-                    lhs: m(lhs)?,
-                    rhs: m(rhs)?,
-                },
-                ExprKind::Compare { op, lhs, rhs } => ExprKind::Compare {
-                    op,
-                    lhs: m(lhs)?,
-                    rhs: m(rhs)?,
-                },
-                ExprKind::Select {
-                    cond,
-                    on_true,
-                    on_false,
-                } => ExprKind::Select {
-                    cond: m(cond)?,
-                    on_true: m(on_true)?,
-                    on_false: m(on_false)?,
-                },
-                ExprKind::Convert { x } => ExprKind::Convert { x: m(x)? },
-            };
+                _ => {}
+            }
             let new = self.push(kind, e.dtype)?;
             memo.insert(id, new);
         }
@@ -287,52 +181,10 @@ impl Exprs {
                 };
                 u32::try_from(at).map_err(|_| CompileError::unsupported("too many bindings"))
             };
-            let node = match &e.kind {
-                ExprKind::Load { buf, map } => Node::Load {
-                    binding: binding(*buf)?,
-                    map: map.clone(),
-                },
-                ExprKind::Gather {
-                    buf,
-                    map,
-                    index,
-                    axis_len,
-                    axis_stride,
-                } => Node::Gather {
-                    binding: binding(*buf)?,
-                    map: map.clone(),
-                    index: n(*index)?,
-                    axis_len: *axis_len,
-                    axis_stride: *axis_stride,
-                },
-                ExprKind::Const { bits } => Node::Const { bits: *bits },
-                ExprKind::Index { dim, scale, offset } => Node::Index {
-                    dim: *dim,
-                    scale: *scale,
-                    offset: *offset,
-                },
-                ExprKind::Unary { op, x } => Node::Unary { op: *op, x: n(*x)? },
-                ExprKind::Binary { op, lhs, rhs } => Node::Binary {
-                    op: *op,
-                    lhs: n(*lhs)?,
-                    rhs: n(*rhs)?,
-                },
-                ExprKind::Compare { op, lhs, rhs } => Node::Compare {
-                    op: *op,
-                    lhs: n(*lhs)?,
-                    rhs: n(*rhs)?,
-                },
-                ExprKind::Select {
-                    cond,
-                    on_true,
-                    on_false,
-                } => Node::Select {
-                    cond: n(*cond)?,
-                    on_true: n(*on_true)?,
-                    on_false: n(*on_false)?,
-                },
-                ExprKind::Convert { x } => Node::Convert { x: n(*x)? },
-            };
+            let mut node = e.kind.map_operands(n)?;
+            if let Node::Load { binding: b, .. } | Node::Gather { binding: b, .. } = &mut node {
+                *b = binding(*b)?;
+            }
             let node_id = NodeId::try_from(nodes.len())
                 .map_err(|_| CompileError::unsupported("more than 2^32 kernel nodes"))?;
             nodes.push(KernelNode {

@@ -48,6 +48,7 @@ mod buffers;
 mod coalesce;
 mod expr;
 mod ops;
+mod tiles;
 mod views;
 
 use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
@@ -134,6 +135,7 @@ enum Pending {
     Dispatch {
         kernel: u32,
         bindings: Vec<(BufId, Access)>,
+        workgroups: u32,
     },
 }
 
@@ -271,7 +273,8 @@ impl<'p> Planner<'p> {
             return self.exprs.push(ExprKind::Const { bits: 0 }, ty.dtype);
         }
         let map = views::row_major(&ty.dims, 0)?;
-        self.exprs.push(ExprKind::Load { buf, map }, ty.dtype)
+        self.exprs
+            .push(ExprKind::Load { binding: buf, map }, ty.dtype)
     }
 
     /// The buffer value `v` is materialized into: the first output slot returning `v` that
@@ -431,10 +434,12 @@ impl<'p> Planner<'p> {
         };
         coalesce::coalesce(&mut kernel);
         kernel.validate()?;
+        let workgroups = tiles::workgroups(&kernel);
         self.kernels.push(kernel);
         self.commands.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
+            workgroups,
         });
         Ok(())
     }
@@ -458,7 +463,7 @@ impl<'p> Planner<'p> {
             }
             let e = self.val(out.value)?;
             let expr = self.exprs.get(e)?.clone();
-            if let ExprKind::Load { buf, map } = &expr.kind {
+            if let ExprKind::Load { binding: buf, map } = &expr.kind {
                 if *map == views::row_major(&ty.dims, map.offset)? {
                     let offset = u64::try_from(map.offset)
                         .map_err(|_| CompileError::internal("negative view offset"))?;

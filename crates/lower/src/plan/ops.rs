@@ -171,10 +171,11 @@ impl<'p> Planner<'p> {
             e = self.materialize(x)?;
         }
         match &self.exprs.get(e)?.kind {
-            ExprKind::Load { buf, map } => {
+            ExprKind::Load { binding: buf, map } => {
                 let (buf, offset) = (*buf, map.offset);
                 let map = views::row_major(&ty.dims, offset)?;
-                self.exprs.push(ExprKind::Load { buf, map }, ty.dtype)
+                self.exprs
+                    .push(ExprKind::Load { binding: buf, map }, ty.dtype)
             }
             _ => Err(CompileError::internal("a materialized value is not a view")),
         }
@@ -382,7 +383,7 @@ impl<'p> Planner<'p> {
         }
         let base = self.buffered(x)?;
         let (buf, map) = match &self.exprs.get(base)?.kind {
-            ExprKind::Load { buf, map } => (*buf, map.clone()),
+            ExprKind::Load { binding: buf, map } => (*buf, map.clone()),
             _ => {
                 return Err(CompileError::internal(
                     "gather from a tensor that is not in memory",
@@ -400,7 +401,7 @@ impl<'p> Planner<'p> {
         let index = self.remap(indices, &PointMap::shifted(&srcs, &ty.dims))?;
         self.exprs.push(
             ExprKind::Gather {
-                buf,
+                binding: buf,
                 map,
                 index,
                 axis_len,

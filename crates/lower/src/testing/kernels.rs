@@ -1,11 +1,11 @@
 //! Kernel-level test inputs shared by every backend's tests (in this crate and in test-only
 //! crates such as the AArch64 emulator tests): edge values per dtype, deterministic buffer
-//! contents, and a generator of random valid [`LoopKernel`]s. Deterministic in their seeds, so
-//! a failure reproduces from the seed it prints.
+//! contents, a generator of random valid [`LoopKernel`]s, and builders of common kernels.
+//! Deterministic in their seeds, so a failure reproduces from the seed it prints.
 
 use accy_artifact::Access;
 use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
-use smallvec::SmallVec;
+use smallvec::{smallvec, SmallVec};
 
 use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId, Store};
 
@@ -428,6 +428,155 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
     kernel.validate().ok()?;
     let workgroups = 1 + rng.below(3) as u32;
     Some((kernel, workgroups))
+}
+
+// Builders of the kernels tests are made of.
+
+/// A binding of `elements` values of `dtype` used as `access` says.
+pub fn binding(dtype: DType, elements: u64, access: Access) -> KernelBinding {
+    KernelBinding {
+        dtype,
+        elements,
+        access,
+    }
+}
+
+/// A node of `dtype`.
+pub fn node(node: Node, dtype: DType) -> KernelNode {
+    KernelNode { node, dtype }
+}
+
+/// A load of `binding` through the map `offset + Σ strides[d] · i[d]`.
+pub fn load(binding: u32, offset: i64, strides: &[i64], dtype: DType) -> KernelNode {
+    node(
+        Node::Load {
+            binding,
+            map: IndexMap::new(offset, strides),
+        },
+        dtype,
+    )
+}
+
+/// A 1-D kernel over `n` points: bindings are `inputs` (read) then the output (written, of
+/// the last node's dtype); `extra` follows one load per input, and its last node is stored.
+pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>) -> LoopKernel {
+    let mut nodes: Vec<KernelNode> = (0..inputs.len())
+        .map(|i| load(i as u32, 0, &[1], inputs[i]))
+        .collect();
+    nodes.extend(extra);
+    let out = nodes.last().map_or(DType::F32, |n| n.dtype);
+    let mut bindings: Vec<KernelBinding> = inputs
+        .iter()
+        .map(|&d| binding(d, n, Access::Read))
+        .collect();
+    bindings.push(binding(out, n, Access::Write));
+    LoopKernel {
+        name: name.into(),
+        dims: smallvec![n],
+        parallel_rank: 1,
+        bindings,
+        result: nodes.len() as u32 - 1,
+        nodes,
+        reduction: None,
+        store: Store {
+            binding: inputs.len() as u32,
+            map: IndexMap::new(0, &[1]),
+        },
+    }
+}
+
+/// Buffers holding every tuple of edge values of `inputs` (the cartesian product laid out
+/// row-major, one buffer per input), padded to a length that is no multiple of 8 so vector
+/// loops also run a tail, plus a poisoned output of `out`.
+pub fn product_buffers(inputs: &[DType], out: DType) -> (u64, Vec<Vec<u8>>) {
+    let values: Vec<Vec<Vec<u8>>> = inputs.iter().map(|&d| edge_values(d)).collect();
+    let mut n = values.iter().map(Vec::len).product::<usize>();
+    n += usize::from(n % 8 == 0);
+    let mut buffers: Vec<Vec<u8>> = inputs.iter().map(|_| Vec::new()).collect();
+    for p in 0..n {
+        let mut rest = p;
+        for (i, v) in values.iter().enumerate().rev() {
+            buffers[i].extend_from_slice(&v[rest % v.len()]);
+            rest /= v.len();
+        }
+    }
+    buffers.push(vec![0xAB; n * out.size_bytes() as usize]);
+    (n as u64, buffers)
+}
+
+/// The bits of a little-endian element, zero-extended.
+pub fn bits_of(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = bytes.len().min(8);
+    b[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// Buffers for `k`: readable bindings get data, written ones a recognisable filler.
+pub fn buffers_for(k: &LoopKernel, seed: u64) -> Vec<Vec<u8>> {
+    k.bindings
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if b.access.reads() {
+                data(b.dtype, b.elements as usize, seed + i as u64)
+            } else {
+                vec![0x5A; (b.elements * b.dtype.size_bytes()) as usize]
+            }
+        })
+        .collect()
+}
+
+/// `out[i, j] = op(a[...], b[...])` over `dims` with the given `(elements, offset, strides)`
+/// load maps and a row-major store.
+pub fn binary_2d(
+    dims: [u64; 2],
+    dtype: DType,
+    a: (u64, i64, [i64; 2]),
+    b: (u64, i64, [i64; 2]),
+    op: BinaryOp,
+) -> LoopKernel {
+    LoopKernel {
+        name: format!("{op}_2d_{dtype}_{}x{}", dims[0], dims[1]),
+        dims: SmallVec::from_slice(&dims),
+        parallel_rank: 2,
+        bindings: vec![
+            binding(dtype, a.0, Access::Read),
+            binding(dtype, b.0, Access::Read),
+            binding(dtype, dims[0] * dims[1], Access::Write),
+        ],
+        nodes: vec![
+            load(0, a.1, &a.2, dtype),
+            load(1, b.1, &b.2, dtype),
+            node(Node::Binary { op, lhs: 0, rhs: 1 }, dtype),
+        ],
+        result: 2,
+        reduction: None,
+        store: Store {
+            binding: 2,
+            map: IndexMap::new(0, &[dims[1] as i64, 1]),
+        },
+    }
+}
+
+/// `out[p] = reduce(op, x[p, r])` over `dims = [p, r]` with x row-major.
+pub fn reduce_2d(op: ReduceOp, dtype: DType, p: u64, r: u64) -> LoopKernel {
+    LoopKernel {
+        name: format!("reduce_{op}_{dtype}_{p}x{r}"),
+        dims: SmallVec::from_slice(&[p, r]),
+        parallel_rank: 1,
+        bindings: vec![
+            binding(dtype, p * r, Access::Read),
+            binding(dtype, p, Access::Write),
+        ],
+        nodes: vec![load(0, 0, &[r as i64, 1], dtype)],
+        result: 0,
+        reduction: Some(op),
+        store: Store {
+            binding: 1,
+            map: IndexMap::new(0, &[1]),
+        },
+    }
 }
 
 /// A small valid kernel (copies four f32 elements from binding 0 to binding 1) that error

@@ -26,9 +26,9 @@
 //! in-range offset (validation proved it), and intermediate values agree with it modulo 2^64.
 
 use accy_artifact::abi::{
-    DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH, MAX_BINDINGS,
+    DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH,
 };
-use accy_ir::{DType, ReduceOp};
+use accy_ir::DType;
 #[allow(
     unused_imports,
     reason = "dynasm! expansions need both traits in scope"
@@ -36,9 +36,10 @@ use accy_ir::{DType, ReduceOp};
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{add_slot, gpr, mov_imm, mul_imm, x64, Asm};
-use super::layout::{Layout, MapRef};
 use super::vector::{self, VectorPlan};
 use super::X64Tier;
+use crate::emit::frame::{Layout, MapRef};
+use crate::emit::{check_shape, identity_bits};
 use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
 
@@ -67,7 +68,7 @@ pub(crate) fn emit_kernel(
     reassociate: bool,
 ) -> Result<(), EmitError> {
     check_shape(k, tier.name())?;
-    let live = live_nodes(k);
+    let live = k.live_nodes();
     let vplan = if tier.has_avx2() {
         vector::plan(k, &live, reassociate)
     } else {
@@ -84,122 +85,6 @@ pub(crate) fn emit_kernel(
         masked: false,
     };
     e.emit_function()
-}
-
-/// The structural facts emission relies on. Validation proves them; checking again keeps
-/// emission panic-free on any input.
-pub(crate) fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), EmitError> {
-    let bad = |what: String| EmitError::Unsupported {
-        kernel: k.name.clone(),
-        what,
-        target,
-    };
-    let rank = k.dims.len();
-    let p = k.parallel_rank as usize;
-    if p > rank || (k.reduction.is_none() && p != rank) {
-        return Err(bad(format!("parallel rank {p} of {rank} dims")));
-    }
-    if k.bindings.len() > MAX_BINDINGS {
-        return Err(bad(format!("{} bindings", k.bindings.len())));
-    }
-    if k.store.map.strides.len() != p || k.store.binding as usize >= k.bindings.len() {
-        return Err(bad("a malformed store".into()));
-    }
-    if k.result as usize >= k.nodes.len() {
-        return Err(bad("a result that is not a node".into()));
-    }
-    for (i, n) in k.nodes.iter().enumerate() {
-        let ok_operand = |id: NodeId| (id as usize) < i;
-        let ok = match &n.node {
-            Node::Load { binding, map } => {
-                (*binding as usize) < k.bindings.len() && map.strides.len() == rank
-            }
-            Node::Gather {
-                binding,
-                map,
-                index,
-                ..
-            } => {
-                (*binding as usize) < k.bindings.len()
-                    && map.strides.len() == rank
-                    && ok_operand(*index)
-            }
-            Node::Const { .. } => true,
-            Node::Index { dim, .. } => dim.is_none_or(|d| (d as usize) < rank),
-            Node::Unary { x, .. } | Node::Convert { x } => ok_operand(*x),
-            Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
-                ok_operand(*lhs) && ok_operand(*rhs)
-            }
-            Node::Select {
-                cond,
-                on_true,
-                on_false,
-            } => ok_operand(*cond) && ok_operand(*on_true) && ok_operand(*on_false),
-        };
-        if !ok {
-            return Err(bad(format!("malformed node {i}")));
-        }
-    }
-    Ok(())
-}
-
-/// Which nodes the result depends on.
-pub(crate) fn live_nodes(k: &LoopKernel) -> Vec<bool> {
-    let mut live = vec![false; k.nodes.len()];
-    if let Some(r) = live.get_mut(k.result as usize) {
-        *r = true;
-    }
-    for i in (0..k.nodes.len()).rev() {
-        if !live[i] {
-            continue;
-        }
-        for op in operands(&k.nodes[i].node) {
-            if let Some(l) = live.get_mut(op as usize) {
-                *l = true;
-            }
-        }
-    }
-    live
-}
-
-/// The operands of a node.
-pub(crate) fn operands(n: &Node) -> smallvec::SmallVec<[NodeId; 3]> {
-    match n {
-        Node::Load { .. } | Node::Const { .. } | Node::Index { .. } => smallvec::SmallVec::new(),
-        Node::Gather { index, .. } => smallvec::smallvec![*index],
-        Node::Unary { x, .. } | Node::Convert { x } => smallvec::smallvec![*x],
-        Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
-            smallvec::smallvec![*lhs, *rhs]
-        }
-        Node::Select {
-            cond,
-            on_true,
-            on_false,
-        } => smallvec::smallvec![*cond, *on_true, *on_false],
-    }
-}
-
-/// The accumulator's starting bits for `op` over `dtype` (see [`ReduceOp`]).
-pub(crate) fn identity_bits(op: ReduceOp, dtype: DType) -> Option<u64> {
-    Some(match (op, dtype) {
-        (ReduceOp::Sum, DType::Bool) | (ReduceOp::Prod, DType::Bool) => return None,
-        (ReduceOp::Sum, _) => 0,
-        (ReduceOp::Prod, DType::F32) => u64::from(1f32.to_bits()),
-        (ReduceOp::Prod, DType::F64) => 1f64.to_bits(),
-        (ReduceOp::Prod, _) => 1,
-        (ReduceOp::Max, DType::F32) => u64::from(f32::NEG_INFINITY.to_bits()),
-        (ReduceOp::Max, DType::F64) => f64::NEG_INFINITY.to_bits(),
-        (ReduceOp::Max, DType::I32) => u64::from(i32::MIN as u32),
-        (ReduceOp::Max, DType::I64) => i64::MIN as u64,
-        (ReduceOp::Max, DType::U8) | (ReduceOp::Max, DType::Bool) => 0,
-        (ReduceOp::Min, DType::F32) => u64::from(f32::INFINITY.to_bits()),
-        (ReduceOp::Min, DType::F64) => f64::INFINITY.to_bits(),
-        (ReduceOp::Min, DType::I32) => u64::from(i32::MAX as u32),
-        (ReduceOp::Min, DType::I64) => i64::MAX as u64,
-        (ReduceOp::Min, DType::U8) => 255,
-        (ReduceOp::Min, DType::Bool) => 1,
-        _ => return None,
-    })
 }
 
 impl Emitter<'_> {

@@ -4,7 +4,6 @@
 //! Files, in the order a later `aarch64/` directory mirrors them:
 //! - `mod.rs` (this file): tiers, their exact feature sets, the [`Target`] impl;
 //! - `asm.rs`: the assembler type, frame addressing and checked immediates;
-//! - `layout.rs`: the stack frame of one kernel (one slot per node, map offsets, counters);
 //! - `kernel.rs`: prologue and epilogue, workgroup split, the loop nest, index maps, stores
 //!   and reductions;
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (SSE2 for floats, general registers
@@ -26,7 +25,6 @@ pub(crate) mod asm;
 mod convert;
 pub(crate) mod evex;
 pub(crate) mod kernel;
-pub(crate) mod layout;
 mod scalar;
 mod vector;
 mod vector_ops;
@@ -35,9 +33,9 @@ mod vector_reduce;
 #[cfg(test)]
 mod tests;
 
-use accy_artifact::{Arch, CpuFeature, FeatureSet, KernelEntry, TargetSpec};
-use dynasmrt::DynasmApi;
+use accy_artifact::{Arch, CpuFeature, FeatureSet, TargetSpec};
 
+use crate::compile::Options;
 use crate::kernel::LoopKernel;
 use crate::target::{EmitError, EmittedCode, Target};
 
@@ -115,16 +113,12 @@ impl X64Tier {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct X64Target {
     tier: X64Tier,
-    reassociate: bool,
 }
 
 impl X64Target {
     /// A target for `tier`, whatever the host has (the code may not run here).
     pub const fn new(tier: X64Tier) -> X64Target {
-        X64Target {
-            tier,
-            reassociate: true,
-        }
+        X64Target { tier }
     }
 
     /// A target for `tier` if `host` has every feature the tier needs
@@ -148,22 +142,6 @@ impl X64Target {
     pub const fn tier(&self) -> X64Tier {
         self.tier
     }
-
-    /// The same target, allowed (`true`, the default) or not to reassociate float sum
-    /// reductions for speed. With `false`, every result is bit-identical to the reference
-    /// interpreter's; with `true`, float sums may differ by rounding (within
-    /// `count · ε · Σ|terms|`), as the kernel semantics permit.
-    pub const fn with_float_reassociation(self, allow: bool) -> X64Target {
-        X64Target {
-            tier: self.tier,
-            reassociate: allow,
-        }
-    }
-
-    /// Whether float sum reductions may be reassociated.
-    pub const fn float_reassociation(&self) -> bool {
-        self.reassociate
-    }
 }
 
 impl Target for X64Target {
@@ -175,28 +153,15 @@ impl Target for X64Target {
         TargetSpec::new(Arch::X86_64, self.tier.code_features())
     }
 
-    fn emit(&self, kernels: &[LoopKernel]) -> Result<EmittedCode, EmitError> {
-        let mut ops = asm::Asm::new(0);
-        let mut entries = Vec::with_capacity(kernels.len());
-        for k in kernels {
-            let start = ops.offset().0;
-            kernel::emit_kernel(&mut ops, k, self.tier, self.reassociate)?;
-            ops.commit().map_err(|e| EmitError::Assembler {
-                kernel: k.name.clone(),
-                message: e.to_string(),
-            })?;
-            let end = ops.offset().0;
-            let too_large = || EmitError::TooLarge { bytes: end as u64 };
-            entries.push(KernelEntry {
-                name: k.name.clone(),
-                offset: u32::try_from(start).map_err(|_| too_large())?,
-                len: u32::try_from(end - start).map_err(|_| too_large())?,
-            });
-        }
-        let code = ops.finalize().map_err(|e| EmitError::Assembler {
-            kernel: kernels.last().map(|k| k.name.clone()).unwrap_or_default(),
-            message: e.to_string(),
-        })?;
-        Ok(EmittedCode { code, entries })
+    fn host_features(&self) -> FeatureSet {
+        self.tier.host_features()
+    }
+
+    fn emit(&self, kernels: &[LoopKernel], options: &Options) -> Result<EmittedCode, EmitError> {
+        crate::emit::assemble(
+            kernels,
+            |k| &k.name,
+            |ops, k| kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0),
+        )
     }
 }

@@ -30,7 +30,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
-use super::kernel::{operands, Emitter};
+use super::kernel::Emitter;
 use super::X64Tier;
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
@@ -207,11 +207,11 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
             }
             Node::Const { .. } => true,
             Node::Index { dim, .. } => *dim != Some(inner as u32),
-            other => operands(other).iter().all(|&o| uniform[o as usize]),
+            other => other.operands().iter().all(|&o| uniform[o as usize]),
         };
         if !uniform[i] {
             needs_vec[i] = true;
-            for o in operands(&kn.node) {
+            for o in kn.node.operands() {
                 needs_vec[o as usize] = true;
             }
         }
@@ -232,7 +232,9 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     wide = class?;
     for (i, kn) in k.nodes.iter().enumerate() {
         if needs_vec[i] && !uniform[i] {
-            let operand = operands(&kn.node)
+            let operand = kn
+                .node
+                .operands()
                 .last()
                 .and_then(|&o| k.nodes.get(o as usize))
                 .map(|o| o.dtype);
@@ -274,7 +276,7 @@ fn allocate(
     let mut last_use: Vec<usize> = (0..n).collect();
     for (j, kn) in k.nodes.iter().enumerate() {
         if needs_vec[j] && !uniform[j] {
-            for o in operands(&kn.node) {
+            for o in kn.node.operands() {
                 last_use[o as usize] = last_use[o as usize].max(j);
             }
         }
@@ -504,6 +506,6 @@ impl Emitter<'_> {
 /// (for tests that must know which path they exercise).
 #[cfg(test)]
 pub(crate) fn vector_lanes(k: &LoopKernel) -> Option<i64> {
-    let live = super::kernel::live_nodes(k);
+    let live = k.live_nodes();
     plan(k, &live, true).map(|p| p.lanes())
 }

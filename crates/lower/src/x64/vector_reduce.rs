@@ -18,9 +18,10 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
 use super::evex::{move_merge, Lanes};
-use super::kernel::{identity_bits, Emitter};
+use super::kernel::Emitter;
 use super::vector::{VectorPlan, ACC_REG};
 use super::X64Tier;
+use crate::emit::identity_bits;
 use crate::target::EmitError;
 
 impl Emitter<'_> {

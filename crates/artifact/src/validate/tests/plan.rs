@@ -8,9 +8,18 @@ fn abi_version() {
         err(|a| a.abi_version = 7),
         ArtifactError::UnsupportedAbi {
             found: 7,
-            supported: 1
+            supported: crate::abi::ABI_VERSION
         }
     );
+    let mut a = valid();
+    a.kernels[0].worker_scratch = crate::abi::MAX_WORKER_SCRATCH + 1;
+    assert!(matches!(
+        a.validate(),
+        Err(ArtifactError::WorkerScratchTooLarge { kernel: 0, .. })
+    ));
+    a.kernels[0].worker_scratch = 100;
+    a.kernels[1].worker_scratch = 64;
+    assert_eq!(a.validate().unwrap().worker_scratch, 128);
 }
 
 #[test]

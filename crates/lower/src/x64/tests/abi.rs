@@ -8,10 +8,14 @@ use accy_executable::{CodeMemory, GuardedBuffer};
 use accy_ir::{BinaryOp, DType, UnaryOp};
 use smallvec::smallvec;
 
-use super::harness::{host_tiers, imports};
+use accy_executable::IMPORT_TABLE;
+
+use super::host::host_target;
+use crate::compile::Options;
 use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
 use crate::target::Target;
 use crate::x64::asm::{x64, Asm};
+use crate::x64::X64Tier;
 
 /// Patterns for rbx, rbp, r12, r13, r14, r15.
 const PATTERNS: [u64; 6] = [
@@ -39,7 +43,7 @@ fn trampoline() -> Vec<u8> {
         ; sub rsp, 8
         ; mov [rsp], rcx
         ; mov [rcx + 48], rsp
-        ; mov rax, rdi ; mov rdi, rsi ; mov esi, edx
+        ; mov rax, rdi ; mov rdi, rsi ; mov esi, edx ; xor edx, edx
         ; mov rbx, QWORD p[0] ; mov rbp, QWORD p[1] ; mov r12, QWORD p[2]
         ; mov r13, QWORD p[3] ; mov r14, QWORD p[4] ; mov r15, QWORD p[5]
         ; call rax
@@ -112,8 +116,10 @@ fn callee_saved_registers_and_stack_survive_every_tier() {
     let call = tramp.entry(0).expect("entry");
     let k = kernel();
     k.validate().expect("valid");
-    for target in host_tiers() {
-        let code = target.emit(std::slice::from_ref(&k)).expect("emit");
+    for target in X64Tier::ALL.into_iter().filter_map(host_target) {
+        let code = target
+            .emit(std::slice::from_ref(&k), &Options::default())
+            .expect("emit");
         let memory = CodeMemory::from_code(&code.code).expect("map kernel");
         let input: Vec<u8> = (0..27)
             .flat_map(|i| (i as f32 / 4.0 - 3.0).to_le_bytes())
@@ -122,7 +128,6 @@ fn callee_saved_registers_and_stack_survive_every_tier() {
         let mut out = GuardedBuffer::new(27 * 4).expect("buffer");
         let pointers = [x.as_mut_ptr(), out.as_mut_ptr()];
         let lengths = [27 * 4u64, 27 * 4];
-        let table = imports();
         let state = DispatchState {
             abi_version: ABI_VERSION,
             binding_count: 2,
@@ -131,7 +136,11 @@ fn callee_saved_registers_and_stack_survive_every_tier() {
             scalars: std::ptr::null(),
             scalar_count: 0,
             workgroup_count: 1,
-            imports: table.as_ptr(),
+            imports: IMPORT_TABLE.as_ptr(),
+            worker_scratch: std::ptr::null_mut(),
+            worker_scratch_stride: 0,
+            worker_count: 1,
+            reserved: 0,
         };
         let mut saved = [0u64; 8];
         // SAFETY: the trampoline is a complete function of this signature that calls its

@@ -6,6 +6,7 @@ use accy_ir::{BinaryOp, DType};
 use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
 use smallvec::smallvec;
 
+use crate::compile::Options;
 use crate::kernel::{IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store};
 use crate::target::Target;
 use crate::x64::asm::{x64, Asm};
@@ -140,7 +141,9 @@ fn golden(name: &str, text: &str) {
 #[test]
 fn sse2_add_kernel_listing() {
     let target = X64Target::new(X64Tier::Sse2);
-    let code = target.emit(&[add_kernel()]).expect("emit");
+    let code = target
+        .emit(&[add_kernel()], &Options::default())
+        .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     // Prologue with the ABI checks, the workgroup share of dim 0, map offsets, the loop with
     // slot-based node code, epilogue.
@@ -161,7 +164,9 @@ fn sse2_add_kernel_listing() {
 #[test]
 fn avx2_add_kernel_uses_a_ymm_loop_and_its_declared_features() {
     let target = X64Target::new(X64Tier::Avx2);
-    let code = target.emit(&[add_kernel(), add_kernel()]).expect("emit");
+    let code = target
+        .emit(&[add_kernel(), add_kernel()], &Options::default())
+        .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     for needle in [
         "vmovups ymm5,[rcx+rax*4]",
@@ -293,7 +298,9 @@ fn evex_forms_decode_as_intended() {
 #[test]
 fn avx512_tier_ends_vector_loops_with_a_masked_iteration() {
     let target = X64Target::new(X64Tier::Avx512);
-    let code = target.emit(&[add_kernel()]).expect("emit");
+    let code = target
+        .emit(&[add_kernel()], &Options::default())
+        .expect("emit");
     let text = disassemble(&code.code).expect("decodes");
     for needle in [
         "vaddps ymm7,ymm5,ymm6",

@@ -3,6 +3,7 @@
 
 use accy_ir::{BinaryOp, DType};
 
+use crate::compile::Options;
 use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node};
 use crate::target::{EmitError, Target};
 use crate::testing::kernels::copy_f32x4 as base;
@@ -13,7 +14,7 @@ fn emit_all(k: &LoopKernel) -> Vec<Result<usize, EmitError>> {
         .into_iter()
         .map(|t| {
             X64Target::new(t)
-                .emit(std::slice::from_ref(k))
+                .emit(std::slice::from_ref(k), &Options::default())
                 .map(|c| c.code.len())
         })
         .collect()

@@ -1,18 +1,17 @@
-//! Tests of the x86-64 backend: hand-built kernels run on guarded buffers through the
-//! dispatch ABI, compared with the reference kernel interpreter.
+//! Tests of the x86-64 backend. Correctness of every node, loop shape and ABI check is the
+//! shared conformance suite's job (`crate::testing::conformance`), run here through
+//! [`host::HostRunner`] on every tier this host has; these files add what is x86-specific.
 //!
+//! - `host`: the runner: emitted code mapped and called in process on guarded buffers;
+//! - `conformance`: the suite on each tier, in default and exact mode;
+//! - `paths`: which kernels take the vector path, tier feature sets, the generator's mix;
 //! - `errors`: malformed or oversized kernels are errors, never panics;
-//! - `harness`: emitting, mapping and calling a kernel; the import table; host tiers;
-//! - `nodes`: every node kind × dtype, edge values included, per tier;
-//! - `loops`: maps, reductions, workgroups, empty dims, vector/tail boundaries, ABI checks;
-//! - `random`: proptest over random kernels, bit-exact against `run_kernel`, per tier;
 //! - `abi`: callee-saved registers and the stack pointer survive a kernel call;
-//! - `encoding`: the bytes of a tiny kernel disassembled against an expected listing.
+//! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks.
 
 mod abi;
+mod conformance;
 mod encoding;
 mod errors;
-mod harness;
-mod loops;
-mod nodes;
-mod random;
+mod host;
+mod paths;

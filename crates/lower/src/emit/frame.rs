@@ -1,4 +1,5 @@
-//! The stack frame of one kernel: where every value the generated code keeps lives.
+//! The stack frame of one loop kernel, the same on every ISA: where every value the generated
+//! code keeps lives.
 //!
 //! Scalar code is deliberately simple: every node owns an 8-byte slot (a value of any dtype
 //! fits), and each node's code loads its operands from their slots into scratch registers and
@@ -105,7 +106,7 @@ impl Layout {
     }
 }
 
-/// A map whose running offset the loops maintain (arch-neutral, like the rest of the layout).
+/// A map whose running offset the loops maintain.
 pub(crate) struct MapRef<'a> {
     /// Frame slot of the running offset.
     pub(crate) slot: i32,

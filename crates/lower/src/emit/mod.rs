@@ -1,0 +1,102 @@
+//! What every ISA emitter shares: the structural checks emission relies on, the reduction
+//! identities, the stack frame of a loop kernel ([`frame`]), and the assemble-and-collect loop
+//! of [`crate::Target::emit`]. The ISA folders (`x64/`, `aarch64/`) hold only instruction
+//! selection and mirror each other file for file; neither imports the other.
+
+pub(crate) mod frame;
+
+use accy_artifact::abi::MAX_BINDINGS;
+use accy_artifact::KernelEntry;
+use accy_ir::interp::scalar::reduce_identity;
+use accy_ir::{DType, ReduceOp};
+use dynasmrt::relocations::Relocation;
+use dynasmrt::{DynasmApi, VecAssembler};
+
+use crate::kernel::{LoopKernel, Node, NodeId};
+use crate::target::{EmitError, EmittedCode};
+
+/// The structural facts emission relies on. Validation proves them; checking again keeps
+/// emission panic-free on any input.
+pub(crate) fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), EmitError> {
+    let bad = |what: String| EmitError::Unsupported {
+        kernel: k.name.clone(),
+        what,
+        target,
+    };
+    let rank = k.dims.len();
+    let p = k.parallel_rank as usize;
+    if p > rank || (k.reduction.is_none() && p != rank) {
+        return Err(bad(format!("parallel rank {p} of {rank} dims")));
+    }
+    if k.bindings.len() > MAX_BINDINGS {
+        return Err(bad(format!("{} bindings", k.bindings.len())));
+    }
+    if k.store.map.strides.len() != p || k.store.binding as usize >= k.bindings.len() {
+        return Err(bad("a malformed store".into()));
+    }
+    if k.result as usize >= k.nodes.len() {
+        return Err(bad("a result that is not a node".into()));
+    }
+    for (i, n) in k.nodes.iter().enumerate() {
+        let operands_ok = n
+            .node
+            .operands()
+            .iter()
+            .all(|&id: &NodeId| (id as usize) < i);
+        let ok = operands_ok
+            && match &n.node {
+                Node::Load { binding, map } | Node::Gather { binding, map, .. } => {
+                    (*binding as usize) < k.bindings.len() && map.strides.len() == rank
+                }
+                Node::Index { dim, .. } => dim.is_none_or(|d| (d as usize) < rank),
+                _ => true,
+            };
+        if !ok {
+            return Err(bad(format!("malformed node {i}")));
+        }
+    }
+    Ok(())
+}
+
+/// The accumulator's starting bits for `op` over `dtype`: the IR's reduce identity (see
+/// [`ReduceOp`]) in the encoding of a kernel constant; `None` where `op` does not accept the
+/// dtype.
+pub(crate) fn identity_bits(op: ReduceOp, dtype: DType) -> Option<u64> {
+    reduce_identity(op, dtype).map(|s| s.to_bits())
+}
+
+/// Emits `kernels` one after another into one assembler with `emit_one` (which returns the
+/// bytes of worker scratch the kernel needs), committing each on its own so an assembler error
+/// names its kernel, and collects one entry per kernel.
+pub(crate) fn assemble<R: Relocation, K>(
+    kernels: &[K],
+    name: impl Fn(&K) -> &str,
+    mut emit_one: impl FnMut(&mut VecAssembler<R>, &K) -> Result<u64, EmitError>,
+) -> Result<EmittedCode, EmitError> {
+    let mut ops = VecAssembler::<R>::new(0);
+    let mut entries = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        let start = ops.offset().0;
+        let worker_scratch = emit_one(&mut ops, k)?;
+        ops.commit().map_err(|e| EmitError::Assembler {
+            kernel: name(k).to_owned(),
+            message: e.to_string(),
+        })?;
+        let end = ops.offset().0;
+        let too_large = || EmitError::TooLarge { bytes: end as u64 };
+        entries.push(KernelEntry {
+            name: name(k).to_owned(),
+            offset: u32::try_from(start).map_err(|_| too_large())?,
+            len: u32::try_from(end - start).map_err(|_| too_large())?,
+            worker_scratch,
+        });
+    }
+    let code = ops.finalize().map_err(|e| EmitError::Assembler {
+        kernel: kernels
+            .last()
+            .map(|k| name(k).to_owned())
+            .unwrap_or_default(),
+        message: e.to_string(),
+    })?;
+    Ok(EmittedCode { code, entries })
+}

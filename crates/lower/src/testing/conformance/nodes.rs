@@ -1,0 +1,192 @@
+//! Every node kind × dtype on edge values: unary, binary, compare and select, convert,
+//! constants and indices, gathers. Combinations the validator refuses are skipped; the group
+//! floors in `GROUPS` catch a suite that silently checks nothing.
+
+use accy_artifact::Access;
+use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
+use smallvec::smallvec;
+
+use super::Conformance;
+use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node, Store};
+use crate::testing::kernels::{
+    binding, bits_of, data, edge_values, elementwise, load, node, product_buffers, DTYPES,
+};
+
+/// Checks `extra` applied to loads of `inputs` over their edge-value product, if it validates.
+fn product_case(
+    s: &mut Conformance<'_>,
+    name: String,
+    inputs: &[DType],
+    extra: Vec<KernelNode>,
+    workgroups: u32,
+) -> Result<bool, String> {
+    let out = extra.last().map_or(DType::F32, |n| n.dtype);
+    let (n, buffers) = product_buffers(inputs, out);
+    let k = elementwise(&name, n, inputs, extra);
+    s.check_if_valid(&k, &buffers, workgroups)
+}
+
+pub(super) fn unary(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for &op in UnaryOp::ALL {
+        for dt in DTYPES {
+            let extra = vec![node(Node::Unary { op, x: 0 }, dt)];
+            product_case(s, format!("{op}_{dt}"), &[dt], extra, 1)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn binary(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for &op in BinaryOp::ALL {
+        for dt in DTYPES {
+            let extra = vec![node(Node::Binary { op, lhs: 0, rhs: 1 }, dt)];
+            product_case(s, format!("{op}_{dt}"), &[dt, dt], extra, 2)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn compare_select(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for &op in CompareOp::ALL {
+        for dt in DTYPES {
+            let compare = node(Node::Compare { op, lhs: 0, rhs: 1 }, DType::Bool);
+            product_case(s, format!("{op}_{dt}"), &[dt, dt], vec![compare.clone()], 1)?;
+            // A select on the comparison: bool conditions straight from compares.
+            let select = node(
+                Node::Select {
+                    cond: 2,
+                    on_true: 0,
+                    on_false: 1,
+                },
+                dt,
+            );
+            product_case(
+                s,
+                format!("select_{op}_{dt}"),
+                &[dt, dt],
+                vec![compare, select],
+                2,
+            )?;
+        }
+    }
+    for dt in DTYPES {
+        let select = node(
+            Node::Select {
+                cond: 0,
+                on_true: 1,
+                on_false: 2,
+            },
+            dt,
+        );
+        product_case(
+            s,
+            format!("select_{dt}"),
+            &[DType::Bool, dt, dt],
+            vec![select],
+            1,
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn convert(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for from in DTYPES {
+        for to in DTYPES {
+            let extra = vec![node(Node::Convert { x: 0 }, to)];
+            product_case(s, format!("convert_{from}_{to}"), &[from], extra, 1)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn const_index(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for dt in DTYPES {
+        for (i, value) in edge_values(dt).iter().enumerate() {
+            let bits = bits_of(value);
+            // A constant on its own, and meeting a loaded value (x + c, or x xor c for bool).
+            let alone = elementwise(
+                &format!("const_{dt}_{i}"),
+                3,
+                &[],
+                vec![node(Node::Const { bits }, dt)],
+            );
+            s.check_if_valid(&alone, &[vec![0xAB; 3 * dt.size_bytes() as usize]], 1)?;
+            let op = if dt == DType::Bool {
+                BinaryOp::Xor
+            } else {
+                BinaryOp::Add
+            };
+            let extra = vec![
+                node(Node::Const { bits }, dt),
+                node(Node::Binary { op, lhs: 0, rhs: 1 }, dt),
+            ];
+            product_case(s, format!("const_{op}_{dt}_{i}"), &[dt], extra, 1)?;
+        }
+        let indices = [
+            (1i64, 0i64),
+            (-3, 7),
+            (-3, 5),
+            (1 << 33, -5),
+            (1 << 40, -7),
+            (0, 300),
+            (i64::MAX, i64::MIN),
+        ];
+        for (scale, offset) in indices {
+            for dim in [Some(0), None] {
+                let k = elementwise(
+                    &format!("index_{dt}_{scale}_{offset}"),
+                    9,
+                    &[],
+                    vec![node(Node::Index { dim, scale, offset }, dt)],
+                );
+                s.check_if_valid(&k, &[vec![0xAB; 9 * dt.size_bytes() as usize]], 2)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn gather(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for index in [DType::I32, DType::I64, DType::U8, DType::Bool] {
+        for dt in DTYPES {
+            // table[clamp(index, 0, len - 1)] from a 7-element table (binding 1); edge-value
+            // indices clamp both ways.
+            let len = 7u64;
+            let (n, mut buffers) = product_buffers(&[index], dt);
+            buffers.insert(1, data(dt, len as usize, 3));
+            let k = LoopKernel {
+                name: format!("gather_{index}_{dt}"),
+                dims: smallvec![n],
+                parallel_rank: 1,
+                bindings: vec![
+                    binding(index, n, Access::Read),
+                    binding(dt, len, Access::Read),
+                    binding(dt, n, Access::Write),
+                ],
+                nodes: vec![
+                    load(0, 0, &[1], index),
+                    node(
+                        Node::Gather {
+                            binding: 1,
+                            map: IndexMap::new(0, &[0]),
+                            index: 0,
+                            axis_len: len,
+                            axis_stride: 1,
+                        },
+                        dt,
+                    ),
+                ],
+                result: 1,
+                reduction: None,
+                store: Store {
+                    binding: 2,
+                    map: IndexMap::new(0, &[1]),
+                },
+            };
+            for workgroups in [1, 2] {
+                s.check_if_valid(&k, &buffers, workgroups)?;
+            }
+        }
+    }
+    Ok(())
+}

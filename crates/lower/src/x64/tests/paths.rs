@@ -1,0 +1,198 @@
+//! Which code path each kernel takes on x86-64 (the conformance suite proves the paths right;
+//! these prove the fast ones are taken), what each tier records, and the mix of the random
+//! kernel generator the suite draws from.
+
+use accy_artifact::{CpuFeature, FeatureSet};
+use accy_ir::{BinaryOp, DType, ReduceOp};
+
+use super::host::{host_features, host_target};
+use crate::kernel::{LoopKernel, Node};
+use crate::target::Target;
+use crate::testing::kernels::{binary_2d, load, node, random_kernel, reduce_2d};
+use crate::x64::vector::vector_lanes;
+use crate::x64::{X64Target, X64Tier};
+
+#[test]
+fn vector_path_is_taken_where_it_applies() {
+    let contiguous = |dtype| {
+        binary_2d(
+            [3, 20],
+            dtype,
+            (60, 0, [20, 1]),
+            (60, 0, [20, 1]),
+            BinaryOp::Add,
+        )
+    };
+    assert_eq!(vector_lanes(&contiguous(DType::F32)), Some(8));
+    assert_eq!(vector_lanes(&contiguous(DType::I32)), Some(8));
+    assert_eq!(vector_lanes(&contiguous(DType::F64)), Some(4));
+    assert_eq!(vector_lanes(&contiguous(DType::I64)), Some(4));
+    assert_eq!(vector_lanes(&contiguous(DType::U8)), None);
+    // Broadcast along the inner dim stays vector (a uniform operand).
+    let bcast = binary_2d(
+        [3, 20],
+        DType::F32,
+        (60, 0, [20, 1]),
+        (3, 0, [1, 0]),
+        BinaryOp::Mul,
+    );
+    assert_eq!(vector_lanes(&bcast), Some(8));
+    // A transposed load is strided along the inner dim: scalar.
+    let strided = binary_2d(
+        [4, 5],
+        DType::F32,
+        (20, 0, [1, 4]),
+        (20, 0, [5, 1]),
+        BinaryOp::Mul,
+    );
+    assert_eq!(vector_lanes(&strided), None);
+    // Reductions over the innermost dim: sums, max/min, and i32 products.
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Sum, DType::F32, 3, 20)),
+        Some(8)
+    );
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Max, DType::F64, 3, 20)),
+        Some(4)
+    );
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Min, DType::I64, 3, 20)),
+        Some(4)
+    );
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Prod, DType::I32, 3, 20)),
+        Some(8)
+    );
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Prod, DType::F32, 3, 20)),
+        None
+    );
+    assert_eq!(
+        vector_lanes(&reduce_2d(ReduceOp::Max, DType::Bool, 3, 20)),
+        None
+    );
+    // i64 multiply has no AVX2 form: scalar.
+    let mul = binary_2d(
+        [3, 20],
+        DType::I64,
+        (60, 0, [20, 1]),
+        (60, 0, [20, 1]),
+        BinaryOp::Mul,
+    );
+    assert_eq!(vector_lanes(&mul), None);
+    // In place with the store's own map vectorizes; reading the previous point's store does
+    // not (it must see that store).
+    let mut same = binary_2d(
+        [1, 21],
+        DType::F32,
+        (21, 0, [0, 1]),
+        (21, 0, [0, 1]),
+        BinaryOp::Add,
+    );
+    same.bindings.truncate(1);
+    same.bindings[0].access = accy_artifact::Access::ReadWrite;
+    same.nodes[1] = load(0, 0, &[0, 1], DType::F32);
+    same.store.binding = 0;
+    same.store.map = crate::kernel::IndexMap::new(0, &[0, 1]);
+    assert_eq!(vector_lanes(&same), Some(8));
+    let mut scan = same.clone();
+    scan.dims[1] = 20;
+    scan.nodes[1] = load(0, 1, &[0, 1], DType::F32);
+    scan.store.map = crate::kernel::IndexMap::new(1, &[0, 1]);
+    assert_eq!(vector_lanes(&scan), None);
+}
+
+#[test]
+fn many_live_values_and_uniform_imports_stay_on_the_vector_path() {
+    let n = 19u64;
+    let mut k = binary_2d(
+        [1, n],
+        DType::F32,
+        (n + 19, 0, [0, 1]),
+        (n, 0, [0, 1]),
+        BinaryOp::Sub,
+    );
+    k.nodes = (0..20).map(|i| load(0, i, &[0, 1], DType::F32)).collect();
+    let mut acc = 0u32;
+    for i in 1..20u32 {
+        k.nodes.push(node(
+            Node::Binary {
+                op: BinaryOp::Sub,
+                lhs: acc,
+                rhs: i,
+            },
+            DType::F32,
+        ));
+        acc = k.nodes.len() as u32 - 1;
+    }
+    k.bindings.remove(1);
+    k.store.binding = 1;
+    k.result = acc;
+    k.validate().expect("valid");
+    assert_eq!(vector_lanes(&k), Some(8));
+}
+
+#[test]
+fn tiers_record_exact_features_and_construction_checks_the_host() {
+    let sse2 = FeatureSet::of(&[CpuFeature::Sse2]);
+    assert_eq!(X64Target::new(X64Tier::Sse2).spec().features, sse2);
+    assert_eq!(X64Target::for_host(sse2).tier(), X64Tier::Sse2);
+    assert!(X64Target::new_checked(X64Tier::Avx2, sse2).is_none());
+    let avx2 = X64Tier::Avx2.code_features();
+    assert_eq!(avx2.to_string(), "sse2+sse4.1+avx+avx2");
+    assert_eq!(X64Target::for_host(avx2).tier(), X64Tier::Avx2);
+    assert!(X64Target::new_checked(X64Tier::Avx512, avx2).is_none());
+    // The AVX-512 tier adds masked ymm moves (F + VL) and records exactly that; choosing it
+    // needs the whole x86-64-v4 set.
+    let all = X64Tier::Avx512.host_features();
+    assert_eq!(X64Target::for_host(all).tier(), X64Tier::Avx512);
+    assert_eq!(
+        X64Target::new(X64Tier::Avx512).spec().features.to_string(),
+        "sse2+sse4.1+avx+avx2+avx512f+avx512vl"
+    );
+    assert_eq!(
+        all.missing(X64Tier::Avx512.code_features()).to_string(),
+        "avx512bw+avx512dq"
+    );
+    assert_eq!(X64Target::new(X64Tier::Avx512).name(), "x64-avx512");
+    // The host check agrees with the executable crate's detection, and with the lookup.
+    let host = host_features();
+    for tier in X64Tier::ALL {
+        assert_eq!(
+            host_target(tier).is_some(),
+            tier.host_features().is_subset(host)
+        );
+    }
+    assert!(host_target(X64Tier::Sse2).is_some());
+    let best = crate::target::lookup_host(Some(accy_artifact::Arch::X86_64), host).unwrap();
+    assert_eq!(best.name(), X64Target::for_host(host).name());
+}
+
+#[test]
+fn generator_produces_mostly_valid_kernels_of_every_kind() {
+    let kernels: Vec<LoopKernel> = (0..400u64)
+        .filter_map(|s| random_kernel(s * 7919 + 1).map(|(k, _)| k))
+        .collect();
+    let count = |f: &dyn Fn(&LoopKernel) -> bool| kernels.iter().filter(|k| f(k)).count();
+    let long_enough = |k: &LoopKernel| {
+        vector_lanes(k).is_some_and(|lanes| k.dims.last().is_some_and(|&n| n >= lanes as u64))
+    };
+    let vectorized = count(&long_enough);
+    let reductions = count(&|k| k.reduction.is_some());
+    let vector_reductions = count(&|k| k.reduction.is_some() && long_enough(k));
+    let gathers = count(&|k| {
+        k.nodes
+            .iter()
+            .any(|n| matches!(n.node, Node::Gather { .. }))
+    });
+    let stats = format!(
+        "{} valid, {vectorized} vectorized ({vector_reductions} reductions), \
+         {reductions} reductions, {gathers} gathers",
+        kernels.len()
+    );
+    assert!(kernels.len() > 200, "{stats}");
+    assert!(
+        vectorized > 60 && vector_reductions > 10 && reductions > 20 && gathers > 15,
+        "{stats}"
+    );
+}

@@ -1,0 +1,170 @@
+//! What the table benchmarks (`parallel`, and those built on it) share: timing by medians,
+//! pinning the calling thread to one CPU, a busy neighbour process pinned to another, and
+//! compiling and running programs through a session.
+//!
+//! Absolute times on a shared machine say little; every table reports ratios to something
+//! measured in the same run.
+
+#![allow(
+    dead_code,
+    clippy::print_stdout,
+    reason = "each bench binary uses a part of this module, and prints its table"
+)]
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use accy_ir::{DType, Program, Tensor};
+use accy_session::{Handle, Scratch, Session};
+
+/// The environment variable that turns this binary into the busy neighbour: its value is the
+/// CPU to spin on.
+const BUSY_ENV: &str = "ACCY_BENCH_BUSY_CPU";
+
+/// Call first in `main`: if this process was started as a busy neighbour, spin forever on
+/// the CPU named in the environment and never return.
+pub fn maybe_be_busy_neighbour() {
+    let Ok(cpu) = std::env::var(BUSY_ENV) else {
+        return;
+    };
+    if let Ok(cpu) = cpu.parse() {
+        pin_to(&[cpu]);
+    }
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
+
+/// A process spinning on `cpu` until dropped.
+pub struct BusyNeighbour(Child);
+
+impl BusyNeighbour {
+    /// Starts one (this very binary, in busy mode).
+    pub fn start(cpu: usize) -> BusyNeighbour {
+        let exe = std::env::current_exe().expect("own path");
+        let child = Command::new(exe)
+            .env(BUSY_ENV, cpu.to_string())
+            .spawn()
+            .expect("start the busy neighbour");
+        // Let it get going.
+        std::thread::sleep(Duration::from_millis(50));
+        BusyNeighbour(child)
+    }
+}
+
+impl Drop for BusyNeighbour {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Pins the calling thread to `cpus` (threads it starts afterwards inherit the mask).
+pub fn pin_to(cpus: &[usize]) {
+    // SAFETY: `set` is a plain bit set initialised by CPU_ZERO; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Every CPU of the machine (whatever the current mask).
+pub fn all_cpus() -> Vec<usize> {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    (0..n).collect()
+}
+
+/// The median of `f`'s wall time over enough calls to fill about `budget` (at least 3 calls,
+/// after one untimed call).
+pub fn median(budget: Duration, mut f: impl FnMut()) -> Duration {
+    f();
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < 3 || (start.elapsed() < budget && times.len() < 1000) {
+        let t = Instant::now();
+        f();
+        times.push(t.elapsed());
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Seeded inputs for `program` (floats in [-2, 2)).
+pub fn inputs(program: &Program) -> Vec<Vec<u8>> {
+    program
+        .inputs()
+        .enumerate()
+        .map(|(i, (_, p))| {
+            let n = p.ty.element_count().unwrap_or(0) as usize;
+            let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ i as u64;
+            let mut next = || {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+            };
+            match p.ty.dtype {
+                DType::F32 => Tensor::f32s(&p.ty.dims, (0..n).map(|_| next()).collect())
+                    .data()
+                    .to_le_bytes(),
+                _ => vec![0; n * p.ty.dtype.size_bytes() as usize],
+            }
+        })
+        .collect()
+}
+
+/// A program compiled into a session with buffers for one invocation.
+pub struct Prepared {
+    pub handle: Handle,
+    pub inputs: Vec<Vec<u8>>,
+    pub outputs: Vec<Vec<u8>>,
+    pub scratch: Scratch,
+}
+
+impl Prepared {
+    pub fn new(session: &Session, program: &Program) -> Prepared {
+        let handle = session
+            .compile(&accy_wire::encode(program))
+            .expect("compile");
+        let outputs = session
+            .outputs(handle)
+            .expect("outputs")
+            .iter()
+            .map(|d| vec![0u8; d.byte_size])
+            .collect();
+        Prepared {
+            handle,
+            inputs: inputs(program),
+            outputs,
+            scratch: Scratch::new(),
+        }
+    }
+
+    pub fn invoke(&mut self, session: &Session) {
+        let inputs: Vec<&[u8]> = self.inputs.iter().map(Vec::as_slice).collect();
+        let mut outputs: Vec<&mut [u8]> = self.outputs.iter_mut().map(Vec::as_mut_slice).collect();
+        session
+            .invoke(self.handle, &mut self.scratch, &inputs, &mut outputs)
+            .expect("invoke");
+    }
+}
+
+/// `d` in the unit that reads best.
+pub fn human(d: Duration) -> String {
+    let ns = d.as_secs_f64() * 1e9;
+    if ns >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
