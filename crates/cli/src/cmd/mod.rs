@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod buffer;
 pub mod inspect;
+pub mod model;
 pub mod out;
 pub mod run;
 pub mod values;
@@ -92,9 +93,9 @@ pub fn parse_target(text: &str) -> Result<TargetName, String> {
         })
 }
 
-/// `accy check`: loads and verifies `file` and prints a one-line summary.
-pub fn check(file: &Path, out: &mut Out) -> Result<(), Failure> {
-    let program = load(file)?;
+/// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
+pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(), Failure> {
+    let program = model::load_model(file, model)?.program;
     writeln!(
         out,
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
@@ -122,9 +123,13 @@ pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Resu
         .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
-/// Reads, decodes or parses, and verifies a program file. Verifier errors in text input carry
-/// the `file:line:column` of the item they are about.
+/// Reads, decodes or parses, and verifies a program file; an ONNX model (`*.onnx`) is
+/// imported (its weights are left out: `accy import` writes them). Verifier errors in text
+/// input carry the `file:line:column` of the item they are about.
 pub fn load(file: &Path) -> Result<Program, Failure> {
+    if model::is_onnx(file) {
+        return model::load_model(file, &model::ModelArgs::default()).map(|m| m.program);
+    }
     let bytes = buffer::read_file(file)?;
     let name = file.display();
     let (program, map) = if bytes.starts_with(&accy_wire::MAGIC) {
