@@ -37,7 +37,7 @@ mod handle;
 mod mapping;
 mod session;
 
-pub use accy_executable::{Executor, Inline, Scratch, ThreadPool, Tier, Weights};
+pub use accy_executable::{Executor, Inline, Scratch, ThreadPool, Tier, WeightError, Weights};
 /// The IR types the facade's signatures mention, so a host needs no other accy crate.
 pub use accy_ir::{DType, Dims, Program};
 pub use descriptor::Descriptor;

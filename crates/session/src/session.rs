@@ -86,6 +86,13 @@ impl SessionOptions {
         self.reassociate_float_sums = allow;
         self
     }
+
+    /// Every name [`SessionOptions::target`] may hold in this build (lowest tier first per
+    /// architecture), whether or not this CPU can run it. A host that reads a target name
+    /// from outside (a C caller, a configuration file) finds the `&'static str` here.
+    pub fn target_names() -> Vec<&'static str> {
+        accy_lower::target::names()
+    }
 }
 
 /// A host creates a session to compile tensor programs for this CPU and run them on memory it
