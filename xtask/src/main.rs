@@ -13,6 +13,8 @@
 //! - `test [--no-emulator] [-- <args>]`: the README's test command: checks for (or, as root,
 //!   installs) the system packages the emulator tests build with, then runs
 //!   `cargo test --workspace --all-features --locked` (see `test.rs`).
+//! - `capi-header`: regenerates `crates/capi/include/accy.h` with cbindgen (by running the test
+//!   that checks it, `crates/capi/tests/header.rs`, with `ACCY_BLESS=1`).
 //! - `onnx-conformance [options]`: the ONNX backend node tests (onnx 1.19.0, installed into a
 //!   local virtual environment when missing) through the importer and the JIT; see `onnx.rs`.
 
@@ -41,6 +43,7 @@ commands:
                                          run benchmarks; print medians and in-run ratios
   test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
                                          then cargo test --workspace --all-features --locked
+  capi-header                            regenerate crates/capi/include/accy.h (cbindgen)
   onnx-conformance [--help]              run the ONNX backend node tests through accy
 ";
 
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("test") => test::test(&args[1..]),
+        Some("capi-header") => capi_header(&args[1..]),
         Some("onnx-conformance") => onnx::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
@@ -64,6 +68,28 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask capi-header`: rewrites the C header from the capi crate's sources. cbindgen
+/// runs inside that crate's header test (a dev-dependency there), so xtask itself stays free of
+/// dependencies.
+fn capi_header(args: &[String]) -> Result<(), String> {
+    if let Some(extra) = args.first() {
+        return Err(format!(
+            "capi-header: unknown argument `{extra}` (it takes none)"
+        ));
+    }
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["test", "--quiet", "-p", "accy-capi", "--test", "header"])
+        .env("ACCY_BLESS", "1")
+        .current_dir(repo_root()?)
+        .status()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("generating the header failed ({status})"));
+    }
+    println!("xtask: wrote crates/capi/include/accy.h; review and commit it");
+    Ok(())
 }
 
 /// The repository root (the parent of `xtask/`).

@@ -1,11 +1,14 @@
 //! `cargo xtask test`: the README's test command, which works on a fresh machine that has only
 //! Rust.
 //!
-//! The one thing beyond Rust the tests need is what the unicorn emulator (the AArch64 tests in
-//! `crates/a64-emu-tests`) builds with: the Debian packages in [`PACKAGES`]. This command checks
-//! for them with `dpkg -s`. Missing ones are installed with `apt-get` when running as root
-//! (saying so first); otherwise it names them with the command that installs them and stops.
-//! Then it runs `cargo test --workspace --all-features --locked`.
+//! Two things beyond Rust the tests need: what the unicorn emulator (the AArch64 tests in
+//! `crates/a64-emu-tests`) builds with, the Debian packages in [`PACKAGES`], and a C compiler
+//! for the C ABI test (`crates/capi/tests/c_abi.rs`), [`C_PACKAGES`]. This command checks for
+//! them with `dpkg -s`. Missing ones are installed with `apt-get` when running as root (saying
+//! so first). Otherwise, missing emulator packages are named with the command that installs
+//! them and the command stops; missing C packages are named too, but the tests run (the C ABI
+//! test then says it was skipped, unless another C compiler is there). Then it runs
+//! `cargo test --workspace --all-features --locked`.
 //!
 //! `--no-emulator` skips the check and leaves the emulator crate out of the run. Arguments
 //! after `--` go to the test binaries. For testing this command itself,
@@ -17,6 +20,9 @@ use std::process::Command;
 /// What the unicorn build needs: cmake for its C core, libclang and clang's headers for
 /// bindgen.
 pub const PACKAGES: [&str; 3] = ["cmake", "libclang1-14", "libclang-common-14-dev"];
+
+/// What the C ABI test builds its C program with: a C compiler and the C library's headers.
+pub const C_PACKAGES: [&str; 2] = ["gcc", "libc6-dev"];
 
 /// The crate that needs them.
 const EMULATOR_CRATE: &str = "accy-a64-emu-tests";
@@ -30,6 +36,8 @@ enum Plan {
     Install(Vec<String>),
     /// Stop with this message.
     Refuse(String),
+    /// Say this and run the tests.
+    Warn(String),
 }
 
 /// The arguments of the `apt-get` command that installs `packages`.
@@ -43,11 +51,25 @@ fn install_args(packages: &[String]) -> Vec<String> {
 
 /// What to do when `missing` are not installed and we are (or are not) root.
 fn plan(missing: Vec<String>, root: bool) -> Plan {
+    let emulator: Vec<String> = missing
+        .iter()
+        .filter(|p| !C_PACKAGES.contains(&p.as_str()))
+        .cloned()
+        .collect();
     if missing.is_empty() {
         Plan::Ready
     } else if root {
         Plan::Install(missing)
+    } else if emulator.is_empty() {
+        Plan::Warn(format!(
+            "xtask: the C ABI test (crates/capi/tests/c_abi.rs) builds a C program, and these \
+             Debian packages are not installed: {}. Unless another C compiler is found, that \
+             test will say it was skipped. Install them with:\n    sudo apt-get {}",
+            missing.join(", "),
+            install_args(&missing).join(" ")
+        ))
     } else {
+        let missing = emulator;
         Plan::Refuse(format!(
             "the emulator tests ({EMULATOR_CRATE}, crates/a64-emu-tests) build unicorn, which \
              needs Debian packages that are not installed: {}.\n\
@@ -60,20 +82,20 @@ fn plan(missing: Vec<String>, root: bool) -> Plan {
     }
 }
 
-/// The packages of [`PACKAGES`] that `dpkg -s` does not report installed, or `None` when
-/// there is no dpkg to ask.
-fn missing_packages() -> Option<Vec<String>> {
+/// The packages of `packages` that `dpkg -s` does not report installed, or `None` when there
+/// is no dpkg to ask.
+fn missing_packages(packages: &[&str]) -> Option<Vec<String>> {
     if let Ok(assumed) = std::env::var("ACCY_XTASK_ASSUME_MISSING") {
         return Some(
             assumed
                 .split(',')
-                .filter(|p| !p.is_empty())
+                .filter(|p| packages.contains(p))
                 .map(str::to_owned)
                 .collect(),
         );
     }
     let mut missing = Vec::new();
-    for package in PACKAGES {
+    for &package in packages {
         let output = Command::new("dpkg").args(["-s", package]).output().ok()?;
         let status = String::from_utf8_lossy(&output.stdout);
         let installed = output.status.success()
@@ -130,26 +152,29 @@ pub fn test(args: &[String]) -> Result<(), String> {
             }
         }
     }
+    let mut needed: Vec<&str> = C_PACKAGES.to_vec();
     if emulator {
-        match missing_packages() {
-            None => println!(
-                "xtask: no dpkg here, so the emulator's build needs ({}, or their equivalents: \
-                 cmake, libclang and clang's headers) are not checked",
-                PACKAGES.join(", ")
-            ),
-            Some(missing) => match plan(missing, is_root()) {
-                Plan::Ready => {}
-                Plan::Install(packages) => {
-                    println!(
-                        "xtask: installing what the emulator tests need: {}",
-                        packages.join(" ")
-                    );
-                    run("apt-get", &["update".to_owned()])?;
-                    run("apt-get", &install_args(&packages))?;
-                }
-                Plan::Refuse(message) => return Err(message),
-            },
-        }
+        needed.extend(PACKAGES);
+    }
+    match missing_packages(&needed) {
+        None => println!(
+            "xtask: no dpkg here, so what the tests build with ({}, or their equivalents: a C \
+             compiler, cmake, libclang and clang's headers) is not checked",
+            needed.join(", ")
+        ),
+        Some(missing) => match plan(missing, is_root()) {
+            Plan::Ready => {}
+            Plan::Install(packages) => {
+                println!(
+                    "xtask: installing what the tests build with: {}",
+                    packages.join(" ")
+                );
+                run("apt-get", &["update".to_owned()])?;
+                run("apt-get", &install_args(&packages))?;
+            }
+            Plan::Warn(message) => println!("{message}"),
+            Plan::Refuse(message) => return Err(message),
+        },
     }
     let mut cargo_args: Vec<String> = ["test", "--workspace", "--all-features", "--locked"]
         .map(str::to_owned)
@@ -190,5 +215,17 @@ mod tests {
                 && message.contains("--no-emulator"),
             "{message}"
         );
+        // A missing C compiler alone does not stop the tests; with the emulator's packages
+        // it is installed along with them, or only they are named.
+        let Plan::Warn(message) = plan(names(&["gcc"]), false) else {
+            panic!("not a warning")
+        };
+        assert!(message.contains("sudo apt-get install -y --no-install-recommends gcc"));
+        let all = names(&["gcc", "cmake"]);
+        assert_eq!(plan(all.clone(), true), Plan::Install(all.clone()));
+        let Plan::Refuse(message) = plan(all, false) else {
+            panic!("not refused")
+        };
+        assert!(message.contains("not installed: cmake."), "{message}");
     }
 }
