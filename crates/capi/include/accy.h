@@ -12,7 +12,8 @@
  * failure. accy_status_name() names a code ("unknown" for one this library does not know).
  * A panic inside accy (a bug) never crosses into C: it is caught, and the call returns
  * ACCY_STATUS_COMPILE_FAILED (accy_session_create, accy_program_compile) or
- * ACCY_STATUS_LAUNCH_FAILED (every other call), with a message starting "internal error".
+ * ACCY_STATUS_LAUNCH_FAILED (every other call), with a message starting "internal error"
+ * (Rust's panic hook may also print it to stderr). The session stays usable.
  *
  * Messages. The human-readable message is separate from the code and kept per thread:
  * accy_last_error_message() describes the calling thread's most recent call (empty after a
@@ -155,7 +156,8 @@ typedef struct accy_session_options {
   // `sizeof(accy_session_options)` as the caller's header declares it.
   size_t size;
   // Threads working on one invocation: the caller plus `threads - 1` pool threads the
-  // session starts (1 starts none). 0: one per CPU this process may use.
+  // session starts (1 starts none). 0: one per CPU this process may use. More than 4096 is
+  // `ACCY_STATUS_INVALID_BUFFER` (most likely an uninitialised field).
   size_t threads;
   // Nonzero: exact mode. Float sums are not reassociated, so every result is bit-identical
   // to accy's reference interpreter (up to the payload and sign of NaNs), on every CPU and

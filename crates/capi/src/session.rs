@@ -21,7 +21,8 @@ pub struct AccySessionOptions {
     /// `sizeof(accy_session_options)` as the caller's header declares it.
     pub size: usize,
     /// Threads working on one invocation: the caller plus `threads - 1` pool threads the
-    /// session starts (1 starts none). 0: one per CPU this process may use.
+    /// session starts (1 starts none). 0: one per CPU this process may use. More than 4096 is
+    /// `ACCY_STATUS_INVALID_BUFFER` (most likely an uninitialised field).
     pub threads: usize,
     /// Nonzero: exact mode. Float sums are not reassociated, so every result is bit-identical
     /// to accy's reference interpreter (up to the payload and sign of NaNs), on every CPU and
@@ -62,6 +63,10 @@ pub struct AccySession {
 /// weakens the foreign-handle check).
 static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
 
+/// The most threads a session may be asked for. The pool starts them all at once, so a garbage
+/// count must be refused before it gets there.
+const MAX_THREADS: usize = 4096;
+
 /// The options a caller passed, checked against the rules of [`AccySessionOptions`].
 ///
 /// # Safety
@@ -99,6 +104,12 @@ unsafe fn read_options(options: *const AccySessionOptions) -> Result<SessionOpti
 /// The session options `options` stand for.
 fn to_session_options(options: &AccySessionOptions) -> Result<SessionOptions, Failure> {
     let mut out = SessionOptions::default().with_reassociate_float_sums(options.exact == 0);
+    if options.threads > MAX_THREADS {
+        return Err(Failure::argument(format_args!(
+            "accy_session_options.threads is {}, more than the {MAX_THREADS} a session may start",
+            options.threads
+        )));
+    }
     if options.threads != 0 {
         out = out.with_threads(options.threads);
     }

@@ -156,8 +156,11 @@ static void test_options(void) {
     grown.newer = 1;
     EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_session_create(&grown.known, &session));
     EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_session_create(NULL, NULL));
-
+    /* A garbage thread count (a negative int gone through size_t) is refused, not started. */
     options.size = sizeof options;
+    options.threads = (size_t)-1;
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_session_create(&options, &session));
+    options.threads = 0;
     options.target = "no-such-target";
     EXPECT(ACCY_STATUS_COMPILE_FAILED, accy_session_create(&options, &session));
     CHECK(strstr(accy_last_error_message(), "no-such-target") != NULL, "message: %s",
