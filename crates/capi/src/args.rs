@@ -86,6 +86,37 @@ pub(crate) unsafe fn clear<T>(out: *mut T, empty: T) {
     }
 }
 
+/// The body of every create function: clears `*out`, refuses a NULL `out`, makes the object
+/// and hands it to the caller as an owning pointer, which [`free`] takes back.
+///
+/// # Safety
+/// `out` is NULL or valid and aligned for writing a pointer.
+pub(crate) unsafe fn create<T>(
+    out: *mut *mut T,
+    what: &str,
+    make: impl FnOnce() -> Result<T, Failure>,
+) -> Result<(), Failure> {
+    // SAFETY: the caller promises `out` is NULL or writable.
+    unsafe { clear(out, std::ptr::null_mut()) };
+    required(out, what)?;
+    let object = Box::new(make()?);
+    // SAFETY: checked non-null above; the caller promises it is writable.
+    unsafe { out.write(Box::into_raw(object)) };
+    Ok(())
+}
+
+/// The body of every destroy function: frees what [`create`] handed out; NULL does nothing.
+///
+/// # Safety
+/// `object` is NULL or came from [`create`] for a `T`, is freed once, and no call is using it.
+pub(crate) unsafe fn free<T>(object: *mut T) {
+    if !object.is_null() {
+        // SAFETY: the caller promises it came from `Box::into_raw` in `create` and that
+        // nothing else uses it now.
+        drop(unsafe { Box::from_raw(object) });
+    }
+}
+
 /// Refuses a NULL out-parameter.
 pub(crate) fn required<T>(out: *mut T, what: impl Display) -> Result<(), Failure> {
     if out.is_null() {

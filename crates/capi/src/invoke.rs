@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use accy_session::{Scratch, Status};
 use smallvec::SmallVec;
 
-use crate::args::{clear, required, slice, slice_mut};
+use crate::args::{create, free, slice, slice_mut};
 use crate::program::AccyProgram;
 use crate::session::{session_ref, AccySession};
 use crate::status::{guard, AccyStatus, Failure};
@@ -26,16 +26,13 @@ pub struct AccyScratch {
 /// `scratch` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn accy_scratch_create(scratch: *mut *mut AccyScratch) -> AccyStatus {
-    guard(Status::LaunchFailed, || {
-        // SAFETY: the caller promises `scratch` is NULL or writable.
-        unsafe { clear(scratch, std::ptr::null_mut()) };
-        required(scratch, "scratch")?;
-        let created = Box::new(AccyScratch {
-            scratch: Scratch::new(),
-        });
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { scratch.write(Box::into_raw(created)) };
-        Ok(())
+    // SAFETY: the caller promises `scratch` is NULL or writable.
+    guard(Status::LaunchFailed, || unsafe {
+        create(scratch, "scratch", || {
+            Ok(AccyScratch {
+                scratch: Scratch::new(),
+            })
+        })
     })
 }
 
@@ -47,11 +44,9 @@ pub unsafe extern "C" fn accy_scratch_create(scratch: *mut *mut AccyScratch) -> 
 #[no_mangle]
 pub unsafe extern "C" fn accy_scratch_destroy(scratch: *mut AccyScratch) -> AccyStatus {
     guard(Status::LaunchFailed, || {
-        if !scratch.is_null() {
-            // SAFETY: the caller promises it came from `Box::into_raw` in
-            // `accy_scratch_create`, is destroyed once and is not in use.
-            drop(unsafe { Box::from_raw(scratch) });
-        }
+        // SAFETY: the caller promises it came from `accy_scratch_create`, is destroyed once
+        // and is not in use.
+        unsafe { free(scratch) };
         Ok(())
     })
 }

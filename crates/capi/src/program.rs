@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 
 use accy_session::{DType, Descriptor, Handle, Status, WeightError, Weights, MAX_PROGRAMS};
 
-use crate::args::{c_str, clear, required, slice};
+use crate::args::{c_str, clear, create, free, required, slice};
 use crate::session::{session_ref, AccySession};
 use crate::status::{guard, AccyStatus, Failure};
 
@@ -111,32 +111,36 @@ pub unsafe extern "C" fn accy_weights_create(
     count: usize,
     weights: *mut *mut AccyWeights,
 ) -> AccyStatus {
-    guard(Status::LaunchFailed, || {
-        // SAFETY: the caller promises `weights` is NULL or writable.
-        unsafe { clear(weights, std::ptr::null_mut()) };
-        required(weights, "weights")?;
-        // SAFETY: the caller promises `count` readable entries at a non-null `entries`.
-        let entries = unsafe { slice(entries, count, "entries") }?;
-        let mut named = Vec::with_capacity(entries.len());
-        for (i, w) in entries.iter().enumerate() {
-            // SAFETY: the caller promises each name is NUL-terminated (or NULL, refused here).
-            let name = unsafe { c_str(w.name, format_args!("entries[{i}].name")) }?
-                .ok_or_else(|| Failure::argument(format_args!("entries[{i}].name is NULL")))?;
-            // SAFETY: the caller promises `byte_size` readable bytes at `data`.
-            let data = unsafe {
-                slice(
-                    w.data.cast::<u8>(),
-                    w.byte_size,
-                    format_args!("entries[{i}].data"),
-                )
-            }?;
-            named.push((name, data));
-        }
-        let set = Weights::new(&named).map_err(weight_failure)?;
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { weights.write(Box::into_raw(Box::new(AccyWeights { weights: set }))) };
-        Ok(())
+    // SAFETY: the caller promises `weights` is NULL or writable.
+    guard(Status::LaunchFailed, || unsafe {
+        create(weights, "weights", || weight_set(entries, count))
     })
+}
+
+/// The weight set `count` entries at `entries` name.
+///
+/// # Safety
+/// As `accy_weights_create`'s for `entries` and `count`.
+unsafe fn weight_set(entries: *const AccyWeight, count: usize) -> Result<AccyWeights, Failure> {
+    // SAFETY: the caller promises `count` readable entries at a non-null `entries`.
+    let entries = unsafe { slice(entries, count, "entries") }?;
+    let mut named = Vec::with_capacity(entries.len());
+    for (i, w) in entries.iter().enumerate() {
+        // SAFETY: the caller promises each name is NUL-terminated (or NULL, refused here).
+        let name = unsafe { c_str(w.name, format_args!("entries[{i}].name")) }?
+            .ok_or_else(|| Failure::argument(format_args!("entries[{i}].name is NULL")))?;
+        // SAFETY: the caller promises `byte_size` readable bytes at `data`.
+        let data = unsafe {
+            slice(
+                w.data.cast::<u8>(),
+                w.byte_size,
+                format_args!("entries[{i}].data"),
+            )
+        }?;
+        named.push((name, data));
+    }
+    let weights = Weights::new(&named).map_err(weight_failure)?;
+    Ok(AccyWeights { weights })
 }
 
 /// Frees a weight set. NULL is accepted and does nothing. Programs compiled with the set keep
@@ -148,11 +152,9 @@ pub unsafe extern "C" fn accy_weights_create(
 #[no_mangle]
 pub unsafe extern "C" fn accy_weights_destroy(weights: *mut AccyWeights) -> AccyStatus {
     guard(Status::LaunchFailed, || {
-        if !weights.is_null() {
-            // SAFETY: the caller promises it came from `Box::into_raw` in
-            // `accy_weights_create`, is destroyed once and is not in use.
-            drop(unsafe { Box::from_raw(weights) });
-        }
+        // SAFETY: the caller promises it came from `accy_weights_create`, is destroyed once
+        // and is not in use.
+        unsafe { free(weights) };
         Ok(())
     })
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use accy_session::{Session, SessionOptions, Status};
 
-use crate::args::{c_str, clear, required};
+use crate::args::{c_str, clear, create, free};
 use crate::status::{guard, AccyStatus, Failure};
 
 /// How a session is set up. Zero means "the default" in every field, so a caller fills it
@@ -147,22 +147,18 @@ pub unsafe extern "C" fn accy_session_create(
     options: *const AccySessionOptions,
     session: *mut *mut AccySession,
 ) -> AccyStatus {
-    guard(Status::CompileFailed, || {
-        // SAFETY: the caller promises `session` is NULL or writable.
-        unsafe { clear(session, std::ptr::null_mut()) };
-        required(session, "session")?;
-        // SAFETY: the caller promises `options` is NULL or `options->size` readable bytes.
-        let options = unsafe { read_options(options) }?;
-        let created = Session::with_options(options)?;
-        let target = CString::new(created.target_name()).unwrap_or_default();
-        let created = Box::new(AccySession {
-            session: created,
-            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff,
-            target,
-        });
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { session.write(Box::into_raw(created)) };
-        Ok(())
+    // SAFETY: the caller promises `session` is NULL or writable, and `options` NULL or
+    // `options->size` readable bytes.
+    guard(Status::CompileFailed, || unsafe {
+        create(session, "session", || {
+            let created = Session::with_options(read_options(options)?)?;
+            let target = CString::new(created.target_name()).unwrap_or_default();
+            Ok(AccySession {
+                session: created,
+                tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) & 0x00ff_ffff,
+                target,
+            })
+        })
     })
 }
 
@@ -175,11 +171,9 @@ pub unsafe extern "C" fn accy_session_create(
 #[no_mangle]
 pub unsafe extern "C" fn accy_session_destroy(session: *mut AccySession) -> AccyStatus {
     guard(Status::LaunchFailed, || {
-        if !session.is_null() {
-            // SAFETY: the caller promises `session` came from `Box::into_raw` in
-            // `accy_session_create`, is destroyed once, and is used by nobody else now.
-            drop(unsafe { Box::from_raw(session) });
-        }
+        // SAFETY: the caller promises it came from `accy_session_create`, is destroyed once,
+        // and is used by nobody else now.
+        unsafe { free(session) };
         Ok(())
     })
 }

@@ -54,6 +54,18 @@ fn compile(session: *const AccySession, bytes: &[u8]) -> AccyProgram {
     program
 }
 
+/// A descriptor of `size` bytes with every other field `fill`.
+fn descriptor(size: usize, fill: u32) -> AccyDescriptor {
+    AccyDescriptor {
+        size,
+        dtype: fill,
+        rank: fill,
+        dims: [fill.into(); ACCY_MAX_RANK],
+        byte_size: fill as usize,
+        alignment: fill as usize,
+    }
+}
+
 #[test]
 fn dtype_codes_are_the_wire_formats() {
     let s = session(1);
@@ -78,14 +90,7 @@ fn dtype_codes_are_the_wire_formats() {
         assert!(differing.iter().all(|&b| u32::from(b) == code), "{dtype}");
         assert_eq!(differing.is_empty(), dtype == DType::F32);
         let program = compile(s, &bytes);
-        let mut d = AccyDescriptor {
-            size: size_of::<AccyDescriptor>(),
-            dtype: 0,
-            rank: 0,
-            dims: [0; ACCY_MAX_RANK],
-            byte_size: 0,
-            alignment: 0,
-        };
+        let mut d = descriptor(size_of::<AccyDescriptor>(), 0);
         // SAFETY: `s` is live and `d` a whole descriptor.
         assert_eq!(unsafe { accy_program_input(s, program, 0, &mut d) }, 0);
         let size = dtype.size_bytes() as usize;
@@ -110,14 +115,7 @@ fn a_newer_headers_larger_descriptor_keeps_its_unknown_tail() {
     let s = session(1);
     let program = compile(s, &identity(DType::I64));
     let mut newer = Newer {
-        known: AccyDescriptor {
-            size: size_of::<Newer>(),
-            dtype: 9,
-            rank: 9,
-            dims: [9; ACCY_MAX_RANK],
-            byte_size: 9,
-            alignment: 9,
-        },
+        known: descriptor(size_of::<Newer>(), 9),
         later: 0x5555,
     };
     let whole = ptr::addr_of_mut!(newer).cast::<AccyDescriptor>();
