@@ -30,6 +30,8 @@ pub struct BenchArgs {
     pub concurrency: usize,
     /// Seed of the random inputs and weights.
     pub seed: u64,
+    /// Threads per invocation; one per core when `None`.
+    pub threads: Option<usize>,
     /// Code generator; the host's best when `None`.
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
@@ -68,7 +70,7 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
-    let session = super::session(args.target, args.exact)?;
+    let session = super::session(args.target, args.exact, args.threads)?;
     let handle = session
         .compile_with_weights(&wire, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
@@ -105,7 +107,7 @@ fn compile_times(
     let mut times = Vec::with_capacity(COMPILES);
     let budget = Instant::now();
     for _ in 0..COMPILES {
-        let session = super::session(args.target, args.exact)?;
+        let session = super::session(args.target, args.exact, args.threads)?;
         let start = Instant::now();
         let handle = session
             .compile_with_weights(wire, weights)
@@ -140,9 +142,13 @@ fn report(
     };
     writeln!(
         out,
-        "{}: {} with {callers}{}",
+        "{}: {} with {callers}, {} per invocation{}",
         args.file.display(),
         session.target_name(),
+        match session.threads() {
+            1 => "1 thread".to_owned(),
+            n => format!("{n} threads"),
+        },
         if args.exact { ", exact float sums" } else { "" }
     )?;
     writeln!(

@@ -157,10 +157,25 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
     Ok(program)
 }
 
+/// The most threads per invocation `--threads` accepts.
+pub const MAX_THREADS: usize = 256;
+
 /// A session generating code for `target` (the host's best when `None`); a usage error for a
 /// target of another architecture, a runtime failure if this CPU cannot run its code.
-pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failure> {
+pub fn session(
+    target: Option<TargetName>,
+    exact: bool,
+    threads: Option<usize>,
+) -> Result<Session, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
+    if let Some(threads) = threads {
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(Failure::Usage(format!(
+                "--threads must be between 1 and {MAX_THREADS}, not {threads}"
+            )));
+        }
+        options = options.with_threads(threads);
+    }
     if let Some(TargetName(name)) = target {
         let arch = accy_lower::lookup_name(name, None)
             .map_err(|e| Failure::Usage(e.to_string()))?

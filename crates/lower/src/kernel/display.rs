@@ -133,7 +133,7 @@ impl fmt::Display for ContractionKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, {} workgroups",
+            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, k blocks of {}, {} workgroups",
             self.name,
             self.batch,
             self.m,
@@ -142,6 +142,7 @@ impl fmt::Display for ContractionKernel {
             self.dtype,
             self.tile_m,
             self.tile_n,
+            self.tile_k,
             self.workgroups()
         )?;
         for (b, binding) in self.bindings.iter().enumerate() {

@@ -57,8 +57,13 @@ impl Waiting {
 }
 
 impl Planner<'_> {
-    /// Pushes `command`, first emitting every waiting contraction whose result it touches.
+    /// Pushes `command`, first emitting every waiting contraction whose result it touches; in
+    /// setup (which touches no computed value) appends it to the setup commands.
     pub(super) fn push(&mut self, command: Pending) -> Result<(), CompileError> {
+        if self.in_setup {
+            self.setup.push(command);
+            return Ok(());
+        }
         let touched = super::buffers::touched(&command);
         while let Some(i) = self.waiting.iter().position(|w| touched.contains(&w.dst)) {
             self.flush(i)?;

@@ -53,6 +53,8 @@ mod ops;
 mod tiles;
 mod views;
 
+use std::collections::HashMap;
+
 use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
 use accy_ir::{DType, Dims, ParamKind, Program, ReduceOp, Type, ValueId};
 
@@ -74,6 +76,9 @@ pub struct LoweredProgram {
     pub plan: ArtifactPlan,
     /// The payloads of the constant slots.
     pub constants: Vec<u8>,
+    /// The commands that compute the derived slots (packed weights and constants), run once
+    /// before any run; see `accy_artifact::Artifact::setup`.
+    pub setup: Vec<Command>,
     /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
     /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
     pub commands: Vec<Command>,
@@ -157,6 +162,12 @@ struct Planner<'p> {
     plan: ArtifactPlan,
     constants: Vec<u8>,
     commands: Vec<Pending>,
+    /// Commands computing derived slots, run once before any run (see `contract`).
+    setup: Vec<Pending>,
+    /// While true, [`Planner::push`] appends to `setup` instead of `commands`.
+    in_setup: bool,
+    /// The derived buffer of each `(source buffer, layout)` made so far.
+    derived: HashMap<(BufId, String), BufId>,
     kernels: Vec<Kernel>,
     /// Contractions planned but not emitted yet (see `fuse`).
     waiting: Vec<fuse::Waiting>,
@@ -176,6 +187,9 @@ impl<'p> Planner<'p> {
             plan: ArtifactPlan::default(),
             constants: Vec::new(),
             commands: Vec::new(),
+            setup: Vec::new(),
+            in_setup: false,
+            derived: HashMap::new(),
             kernels: Vec::new(),
             waiting: Vec::new(),
         };

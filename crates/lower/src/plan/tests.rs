@@ -565,3 +565,43 @@ fn an_elementwise_reader_of_a_product_becomes_its_epilogue() {
     let c = l.kernels[0].as_contraction().expect("a contraction");
     assert_eq!(c.store.map, IndexMap::new(0, &[0, 1, 8]));
 }
+
+#[test]
+fn weight_operands_are_packed_once_at_setup() {
+    // Two products with the same weight: one derived slot, packed by setup commands, read by
+    // both contractions; no run command packs anything.
+    let l = planned(
+        "program {
+          %x = input \"x\" : f32[64,256]
+          %y = input \"y\" : f32[3,256]
+          %w = weight \"w\" : f32[256,100]
+          %a = dot %x, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[64,100]
+          %b = dot %y, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[3,100]
+          output %a
+          output %b
+        }",
+    );
+    let derived: Vec<_> = l.plan.derived_slots().collect();
+    assert_eq!(derived.len(), 1, "{:?}", l.plan);
+    let (slot, source, layout) = derived[0];
+    assert_eq!(*source, accy_artifact::DerivedSource::Weight("w".into()));
+    assert!(layout.contains("panels"), "{layout}");
+    assert!(!l.setup.is_empty());
+    let writes_derived = |c: &Command| c.accesses().any(|(_, r, a)| a.writes() && r.slot == slot);
+    assert!(l.setup.iter().all(writes_derived));
+    assert!(!l.commands.iter().any(writes_derived));
+    let contractions: Vec<_> = l
+        .kernels
+        .iter()
+        .filter_map(Kernel::as_contraction)
+        .collect();
+    assert_eq!(contractions.len(), 2);
+    assert!(contractions.iter().all(|c| c.rhs.panels.is_some()));
+    // Only the two contractions run; the packing kernels are setup's.
+    let run_dispatches = l
+        .commands
+        .iter()
+        .filter(|c| matches!(c, Command::Dispatch { .. }))
+        .count();
+    assert_eq!(run_dispatches, 2);
+}
