@@ -15,6 +15,9 @@
 //!   scratch) and their invariants, including how donation is expressed;
 //! - [`launch`]: [`LaunchPlan`], commands, regions, and their execution semantics;
 //! - [`abi`]: the fixed, versioned dispatch ABI every kernel follows;
+//! - [`model`]: [`model::ModelPlan`], one inference of a model as commands over its
+//!   allocations (weights and scratch) and its compiled fragments, and the rules
+//!   [`model::ModelPlan::validate`] checks before a runtime prepares inference slots for it;
 //! - [`imports`]: the math functions the runtime lends generated code through the ABI;
 //! - [`Artifact::validate`] (module `validate`): proves an artifact well formed and returns the
 //!   per-slot [`PlanSummary`] a runtime checks caller buffers against in one pass;
@@ -32,6 +35,7 @@ pub mod abi;
 mod error;
 pub mod imports;
 pub mod launch;
+pub mod model;
 pub mod slots;
 pub mod target;
 mod validate;
