@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use accy_artifact::Artifact;
 use accy_executable::{
     prepare_borrowed, run, CpuInfo, Executor, Inline, LoadedArtifact, Scratch, ThreadPool, Tier,
     Weights,
@@ -207,13 +208,9 @@ impl Session {
         if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
-        // `compile` verifies first; its `Invalid` error maps to `InvalidProgram`.
-        let artifact = accy_lower::compile(program, self.target.as_ref(), &self.options)
-            .map_err(|e| self.fail(Inner::Compile(e)))?;
-        // SAFETY: `artifact` was just produced by `accy_lower::compile`, whose emitters
-        // generate kernels that keep the dispatch ABI for the launch plan it built.
-        let loaded = unsafe { LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights) }
-            .map_err(|e| self.fail(Inner::Load(e)))?;
+        let loaded = self
+            .build(program, weights)
+            .map_err(|inner| self.fail(inner))?;
         let (inputs, outputs) =
             Descriptor::of_artifact(&loaded).map_err(|e| self.fail(Inner::Session(e)))?;
         let compiled = Compiled {
@@ -224,6 +221,39 @@ impl Session {
         self.table
             .insert(compiled)
             .map_err(|_| Error::TooManyPrograms)
+    }
+
+    /// Compiles `program` for this session's target and options (verifying it first; the
+    /// verifier's refusal maps to `InvalidProgram`).
+    pub(crate) fn compile_artifact(&self, program: &Program) -> Result<Artifact, Inner> {
+        accy_lower::compile(program, self.target.as_ref(), &self.options).map_err(Inner::Compile)
+    }
+
+    /// Loads an artifact this session compiled, binding its weight slots to `weights`.
+    pub(crate) fn load_artifact(
+        &self,
+        artifact: &Artifact,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, Inner> {
+        // SAFETY: every artifact handed here was produced by `accy_lower::compile` (in
+        // `compile_artifact`), whose emitters generate kernels that keep the dispatch ABI for
+        // the launch plan it built.
+        unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
+            .map_err(Inner::Load)
+    }
+
+    /// [`Session::compile_artifact`] then [`Session::load_artifact`].
+    pub(crate) fn build(
+        &self,
+        program: &Program,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, Inner> {
+        self.load_artifact(&self.compile_artifact(program)?, weights)
+    }
+
+    /// The executor invocations run their tiles on.
+    pub(crate) fn executor(&self) -> &Arc<dyn Executor> {
+        &self.executor
     }
 
     /// Frees the program `handle` names. Every copy of the handle is refused from then on
@@ -369,7 +399,9 @@ fn compiled(entry: &Borrowed<Compiled>, handle: Handle) -> Result<&Compiled, Err
         })
 }
 
-fn check_typed(
+/// Checks typed buffers (`element`-byte elements) against `descriptors`: count, element size
+/// and exact byte size.
+pub(crate) fn check_typed(
     what: &'static str,
     descriptors: &[Descriptor],
     lens: impl ExactSizeIterator<Item = usize>,
