@@ -130,3 +130,74 @@ fn derive(
         .map_err(|source| LoadError::Setup { slot, source })?;
     block.freeze().map_err(pages_out_of_memory)
 }
+
+#[cfg(test)]
+mod tests {
+    use accy_artifact::{
+        Arch, Artifact, Command, DerivedSource, FeatureSet, Region, Slot, SlotRole, TargetSpec,
+    };
+    use accy_ir::{DType, Type};
+
+    use crate::test_support::mapping_perms;
+    use crate::{CpuInfo, LoadedArtifact, Scratch, Tier, Weights};
+
+    /// Weight `w` (8 bytes) copied by a setup command into a derived slot, which the run
+    /// copies to output 0.
+    fn artifact() -> Artifact {
+        let mut a = Artifact::new(TargetSpec::new(Arch::host().unwrap(), FeatureSet::EMPTY));
+        let ty = Type::new(DType::U8, &[8]);
+        let w = a
+            .plan
+            .add(Slot::typed(SlotRole::Weight("w".into()), ty.clone(), 1).unwrap())
+            .unwrap();
+        let derived = a
+            .plan
+            .add(Slot {
+                role: SlotRole::Derived {
+                    source: DerivedSource::Weight("w".into()),
+                    layout: "copy".into(),
+                },
+                byte_size: 8,
+                alignment: 1,
+                ty: None,
+            })
+            .unwrap();
+        let out = a
+            .plan
+            .add(Slot::typed(SlotRole::Output(0), ty, 1).unwrap())
+            .unwrap();
+        a.setup.push(Command::Copy {
+            src: Region::new(w, 0, 8),
+            dst: Region::new(derived, 0, 8),
+        });
+        a.launch.push(Command::Copy {
+            src: Region::new(derived, 0, 8),
+            dst: Region::new(out, 0, 8),
+        });
+        a
+    }
+
+    #[test]
+    fn derived_blocks_are_computed_once_and_read_only() {
+        let weights = Weights::new(&[("w", &[1, 2, 3, 4, 5, 6, 7, 8])]).unwrap();
+        let cpu = CpuInfo::detect_with_max_tier(Tier::Native);
+        // SAFETY: the artifact has no machine code, only copies.
+        let first =
+            unsafe { LoadedArtifact::load_with_weights(&artifact(), &cpu, &weights) }.unwrap();
+        // SAFETY: as above.
+        let second =
+            unsafe { LoadedArtifact::load_with_weights(&artifact(), &cpu, &weights) }.unwrap();
+        assert_eq!(weights.derived_count(), 1);
+        assert_eq!(first.derived[0].as_ptr(), second.derived[0].as_ptr());
+        let perms = mapping_perms(first.derived[0].as_ptr() as usize).unwrap();
+        assert!(
+            perms.starts_with("r--"),
+            "the packed form is on {perms} pages"
+        );
+        let mut out = [0u8; 8];
+        second
+            .invoke(&[], &mut [&mut out], &mut Scratch::new())
+            .unwrap();
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+}
