@@ -122,7 +122,16 @@ enum Command {
     /// input plus output bytes per invocation (weights are shown separately). When stderr is
     /// a terminal, a progress line appears once a run passes 2 seconds.
     ///
+    /// With --slots N the program runs as a model (the models API): its weights loaded once
+    /// (a --weights file is mapped, not copied) and packed once, a plan with N inference
+    /// slots, and the --concurrency callers sharing them (a caller finding every slot busy
+    /// waits its turn). It reports the weight bytes (given and packed, counted once however
+    /// many plans and slots use them), the scratch bytes of each slot and the slot count
+    /// instead of the compile time; --prepare FILE also times preparing FILE, another shape
+    /// of the same network, with the weights already loaded and packed.
+    ///
     /// Example: accy bench examples/mlp_b64.accy --seconds 5 --concurrency 2
+    /// Example: accy bench examples/mlp_b64.accy --slots 2 --concurrency 4 --prepare examples/mlp.accy
     Bench {
         /// Program file (text or wire).
         file: PathBuf,
@@ -140,6 +149,13 @@ enum Command {
         /// its own scratch and buffers.
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+        /// Run as a model with this many inference slots (1 to 256) shared by the callers.
+        #[arg(long)]
+        slots: Option<usize>,
+        /// With --slots: also time preparing this program (another shape of the same network,
+        /// with weights of the same names and types) for the loaded model.
+        #[arg(long, value_name = "FILE", requires = "slots")]
+        prepare: Option<PathBuf>,
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -225,6 +241,8 @@ fn main() -> ExitCode {
             iters,
             seconds,
             concurrency,
+            slots,
+            prepare,
             seed,
             target,
             exact,
@@ -236,6 +254,8 @@ fn main() -> ExitCode {
                 iters,
                 seconds,
                 concurrency,
+                slots,
+                prepare,
                 seed,
                 target,
                 exact,

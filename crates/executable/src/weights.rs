@@ -292,11 +292,18 @@ impl Weights {
     /// A new set with this set's weights (sharing their memory, not copying it) plus copies
     /// of `more`, whose names must be new. The new set computes its own derived forms.
     pub fn extend(&self, more: &[(&str, &[u8])]) -> Result<Weights, WeightError> {
-        check_names(self.names().chain(more.iter().map(|(n, _)| *n)))?;
-        let mut weights: Vec<Weight> = self
+        self.merge(&Weights::new(more)?)
+    }
+
+    /// A new set with the weights of both sets, sharing their memory (nothing is copied);
+    /// names must not repeat. The new set computes its own derived forms.
+    pub fn merge(&self, other: &Weights) -> Result<Weights, WeightError> {
+        check_names(self.names().chain(other.names()))?;
+        let weights = self
             .store
             .weights
             .iter()
+            .chain(&other.store.weights)
             .map(|w| Weight {
                 name: w.name.clone(),
                 ptr: w.ptr,
@@ -304,8 +311,13 @@ impl Weights {
                 mapped: w.mapped,
             })
             .collect();
-        let mut blocks = self.store._blocks.clone();
-        push_copies(more, &mut weights, &mut blocks)?;
+        let blocks = self
+            .store
+            ._blocks
+            .iter()
+            .chain(&other.store._blocks)
+            .cloned()
+            .collect();
         Ok(Weights::from_store(Store {
             weights,
             _blocks: blocks,

@@ -117,8 +117,8 @@ fn variants_with_another_interface_are_refused_naming_both_sides() {
         e,
         ModelFailure::VariantWeight {
             name: "w1".into(),
-            model: Type::new(DType::F32, &[i, h]),
-            variant: Type::new(DType::F32, &[i, h + 1])
+            model: Some(Type::new(DType::F32, &[i, h])),
+            variant: Some(Type::new(DType::F32, &[i, h + 1]))
         }
     );
     assert!(
@@ -126,10 +126,13 @@ fn variants_with_another_interface_are_refused_naming_both_sides() {
             .contains("f32[96,81] in the variant, but f32[96,80]"),
         "{e}"
     );
-    // An extra input.
+    // An extra input (of a program with the model's weights).
     let mut b = Builder::new();
     let x = b.input("x", Type::new(DType::F32, &[4, i])).unwrap();
     let z = b.input("z", Type::new(DType::F32, &[4, i])).unwrap();
+    for (name, dims) in [("w1", vec![i, h]), ("b1", vec![h]), ("w2", vec![h, o])] {
+        b.weight(name, Type::new(DType::F32, &dims)).unwrap();
+    }
     let y = b.binary(BinaryOp::Add, x, z).unwrap();
     b.output(y).unwrap();
     assert_eq!(
@@ -144,8 +147,9 @@ fn variants_with_another_interface_are_refused_naming_both_sides() {
     let mut b = Builder::new();
     let x = b.input("x", Type::new(DType::F64, &[4, i])).unwrap();
     b.output(x).unwrap();
+    let f64_input = b.finish().unwrap();
     assert_eq!(
-        failure(model.prepare(&b.finish().unwrap(), 1).unwrap_err()),
+        failure(model.prepare(&f64_input, 1).unwrap_err()),
         ModelFailure::VariantDtype {
             what: "input",
             index: 0,
@@ -153,15 +157,21 @@ fn variants_with_another_interface_are_refused_naming_both_sides() {
             variant: DType::F64
         }
     );
-    // A weight the model does not have.
+    // A program without the model's weights is another network.
     let mut b = Builder::new();
     let x = b.input("x", Type::new(DType::F32, &[4, i])).unwrap();
-    let v = b.weight("v", Type::new(DType::F32, &[4, i])).unwrap();
-    let y = b.binary(BinaryOp::Add, x, v).unwrap();
+    let y = b.unary(accy_ir::UnaryOp::Neg, x).unwrap();
     b.output(y).unwrap();
-    let e = model.prepare(&b.finish().unwrap(), 1).unwrap_err();
-    assert_eq!(Status::from(&e), Status::InvalidBuffer, "{e}");
-    assert!(e.to_string().contains("\"v\""), "{e}");
+    let e = failure(model.prepare(&b.finish().unwrap(), 1).unwrap_err());
+    assert_eq!(
+        e,
+        ModelFailure::VariantWeight {
+            name: "w1".into(),
+            model: Some(Type::new(DType::F32, &[i, h])),
+            variant: None
+        }
+    );
+    assert!(e.to_string().contains("absent in the variant"), "{e}");
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub fn inspect(
     model: &super::model::ModelArgs,
     out: &mut super::Out,
 ) -> Result<(), Failure> {
-    let program = super::model::load_model(file, model)?.program;
+    let program = super::model::load_model(file, model, &[])?.program;
     let target: Box<dyn Target> = match target {
         Some(TargetName(name)) => lookup_name(name, None),
         None => {

@@ -53,7 +53,8 @@ impl Failure {
         }
     }
 
-    /// A session error: an invalid program is exit 1, everything else a runtime failure.
+    /// A session error: an invalid program is exit 1, a model request that breaks a rule
+    /// (`--prepare` of another network) exit 2, everything else a runtime failure.
     pub fn session(context: &str, e: &Error) -> Failure {
         let mut message = format!("{context}: {e}");
         if let Some(cause) = e.cause() {
@@ -64,6 +65,7 @@ impl Failure {
         }
         match e {
             Error::InvalidProgram(_) | Error::UnsupportedVersion(_) => Failure::Invalid(message),
+            Error::InvalidModel(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),
         }
     }
@@ -95,7 +97,7 @@ pub fn parse_target(text: &str) -> Result<TargetName, String> {
 
 /// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
 pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(), Failure> {
-    let program = model::load_model(file, model)?.program;
+    let program = model::load_model(file, model, &[])?.program;
     writeln!(
         out,
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
@@ -128,7 +130,7 @@ pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Resu
 /// input carry the `file:line:column` of the item they are about.
 pub fn load(file: &Path) -> Result<Program, Failure> {
     if model::is_onnx(file) {
-        return model::load_model(file, &model::ModelArgs::default()).map(|m| m.program);
+        return model::load_model(file, &model::ModelArgs::default(), &[]).map(|m| m.program);
     }
     let bytes = buffer::read_file(file)?;
     let name = file.display();
@@ -160,6 +162,13 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
 /// A session generating code for `target` (the host's best when `None`); a usage error for a
 /// target of another architecture, a runtime failure if this CPU cannot run its code.
 pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failure> {
+    Session::with_options(session_options(target, exact)?)
+        .map_err(|e| Failure::session("session", &e))
+}
+
+/// The options of a session (or model context) for `target` and `exact`; a usage error for a
+/// target of another architecture.
+pub fn session_options(target: Option<TargetName>, exact: bool) -> Result<SessionOptions, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
     if let Some(TargetName(name)) = target {
         let arch = accy_lower::lookup_name(name, None)
@@ -174,7 +183,7 @@ pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failu
         }
         options = options.with_target(name);
     }
-    Session::with_options(options).map_err(|e| Failure::session("session", &e))
+    Ok(options)
 }
 
 /// Runs `handle` once on the buffers.

@@ -36,13 +36,25 @@ pub struct RunArgs {
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
 pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
-    let loaded = super::model::load_model(&args.file, &args.model)?;
+    // A `--weight` given too takes precedence over the file's weight of that name.
+    let overridden: Vec<&str> = args
+        .weights
+        .iter()
+        .filter_map(|w| w.split_once('=').map(|(name, _)| name))
+        .collect();
+    let loaded = super::model::load_model(&args.file, &args.model, &overridden)?;
     let program = &loaded.program;
-    let (mut values, mut sources) =
-        values::arguments(program, &args.inputs, &args.weights, args.seed, 1)?;
+    let (mut values, mut sources) = values::arguments(
+        program,
+        &args.inputs,
+        &args.weights,
+        args.seed,
+        1,
+        &loaded.mapped,
+    )?;
     super::model::apply_weights(&loaded, &mut values, &mut sources);
     let session = super::session(args.target, args.exact)?;
-    let weights = values::weights(program, &values)?;
+    let weights = values::weights(program, &values, &loaded.mapped)?;
     let handle = session
         .compile_program_with_weights(program, &weights)
         .map_err(|e| Failure::session("compile", &e))?;

@@ -68,6 +68,16 @@ fn an_extended_set_shares_the_original_bytes_and_adds_copies() {
     assert_eq!(more.get("b"), Some(&[4u8, 5][..]));
     assert_eq!(more.given_bytes(), 5);
     assert!(!more.shares_memory_with(&w));
+    let both = more.merge(&Weights::new(&[("c", &[6])]).unwrap()).unwrap();
+    assert_eq!(both.names().collect::<Vec<_>>(), vec!["a", "b", "c"]);
+    assert_eq!(
+        both.get("b").unwrap().as_ptr(),
+        more.get("b").unwrap().as_ptr()
+    );
+    assert!(matches!(
+        both.merge(&Weights::new(&[("b", &[0])]).unwrap()),
+        Err(WeightError::DuplicateName { .. })
+    ));
     // The original set's memory outlives the set itself while the extension lives.
     let a = more.get("a").unwrap().as_ptr();
     drop(w);

@@ -84,8 +84,8 @@ impl Model {
     }
 
     /// A plan for `variant` — the model's program itself, or another shape of the same
-    /// network (batch 1, 8, 37, …) with the same inputs, outputs and dtypes and weights of the
-    /// same names and types — with `capacity` inference slots. The variant is compiled now
+    /// network (batch 1, 8, 37, …): as many inputs and outputs with the same dtypes, and the
+    /// same weights (names and types) — with `capacity` inference slots. The variant is compiled now
     /// (the model's own program is not compiled again) and shares the model's weights and
     /// their packed forms; nothing about other plans changes.
     pub fn prepare(&self, variant: &Program, capacity: usize) -> Result<PreparedModel, Error> {
@@ -190,16 +190,24 @@ impl Model {
                 }
             }
         }
-        for (_, p) in variant.weights() {
-            let model = self.program.weights().find(|(_, w)| w.name == p.name);
-            if let Some((_, w)) = model {
-                if w.ty != p.ty {
-                    return fail(ModelFailure::VariantWeight {
-                        name: p.name.clone(),
-                        model: w.ty.clone(),
-                        variant: p.ty.clone(),
-                    });
-                }
+        let weight_type = |p: &Program, name: &str| {
+            p.weights()
+                .find(|(_, w)| w.name == name)
+                .map(|(_, w)| w.ty.clone())
+        };
+        let names = self
+            .program
+            .weights()
+            .chain(variant.weights())
+            .map(|(_, w)| &w.name);
+        for name in names {
+            let (model, variant) = (weight_type(&self.program, name), weight_type(variant, name));
+            if model != variant {
+                return fail(ModelFailure::VariantWeight {
+                    name: name.clone(),
+                    model,
+                    variant,
+                });
             }
         }
         let sizes = [

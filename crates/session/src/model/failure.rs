@@ -5,6 +5,11 @@ use accy_ir::{DType, Type};
 
 use super::{DefinitionId, Site};
 
+/// A type, or `absent`.
+fn shown(ty: &Option<Type>) -> String {
+    ty.as_ref().map_or("absent".to_owned(), ToString::to_string)
+}
+
 /// A rule of the models API broken by a request (the cause of an
 /// [`crate::Error::InvalidModel`]). Each variant carries the numbers and names involved.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -103,15 +108,16 @@ pub enum ModelFailure {
         /// The variant's.
         variant: DType,
     },
-    /// A variant's weight has another type than the model's program gives it.
-    #[error("weight {name:?} is {variant} in the variant, but {model} in the model's program")]
+    /// A variant and the model's program differ in a weight: one lacks it, or they give it
+    /// different types (a variant is the same network, so it has the same weights).
+    #[error("weight {name:?} is {} in the variant, but {} in the model's program", shown(.variant), shown(.model))]
     VariantWeight {
         /// The weight's name.
         name: String,
-        /// Its type in the model's program.
-        model: Type,
-        /// Its type in the variant.
-        variant: Type,
+        /// Its type in the model's program, if it has it.
+        model: Option<Type>,
+        /// Its type in the variant, if it has it.
+        variant: Option<Type>,
     },
     /// A plan input or output is larger than `Model` allows one to be.
     #[error(
