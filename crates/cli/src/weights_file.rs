@@ -70,9 +70,9 @@ pub enum WeightsFileError {
         /// The weight.
         name: String,
         /// Its type in the file.
-        file: Type,
+        file: Box<Type>,
         /// Its type in the program.
-        program: Type,
+        program: Box<Type>,
     },
     /// A bool tensor holds a byte other than 0 or 1.
     #[error("{path}: bool weight {name:?} has byte {byte} at element {index}, not 0 or 1")]
@@ -143,8 +143,8 @@ fn check(
             return Err(WeightsFileError::Mismatch {
                 path: path_text,
                 name: f.name.clone(),
-                file: f.ty.clone(),
-                program: p.ty.clone(),
+                file: Box::new(f.ty.clone()),
+                program: Box::new(p.ty.clone()),
             });
         }
         if f.ty.dtype == DType::Bool {

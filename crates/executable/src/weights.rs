@@ -267,7 +267,7 @@ impl Weights {
                         range: entry.range.clone(),
                         mapping: map.len(),
                     })?;
-            if (base as usize + entry.range.start) % entry.alignment == 0 {
+            if (base as usize + entry.range.start).is_multiple_of(entry.alignment) {
                 weights.push(Weight {
                     name: entry.name.to_owned(),
                     ptr: NonNull::new(bytes.as_ptr().cast_mut()).unwrap_or(NonNull::dangling()),

@@ -35,6 +35,13 @@ fn f32s_of(n: u64) -> Descriptor {
     Descriptor::new(DType::F32, &[n]).unwrap()
 }
 
+/// A plan's commands, inputs and outputs.
+type Plan = (
+    Vec<Command>,
+    Vec<(Region, Descriptor)>,
+    Vec<(Region, Descriptor)>,
+);
+
 /// A definition with weight `w` (16 f32: 1, 2, …), scratch `s` (1024 bytes), fragment 0
 /// `y = x + x` and fragment 1 `y = x * w`, both over 16 f32.
 struct Fixture {
@@ -69,13 +76,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     /// `s[0..64]` in, `s[64..128]` = twice, `s[128..192]` = that times w, out.
-    fn chain(
-        &self,
-    ) -> (
-        Vec<Command>,
-        Vec<(Region, Descriptor)>,
-        Vec<(Region, Descriptor)>,
-    ) {
+    fn chain(&self) -> Plan {
         let (a, b, c) = (
             self.s.region(0, 64),
             self.s.region(64, 64),

@@ -236,7 +236,7 @@ impl ModelPlan {
         // An empty region is never dereferenced, so its address needs no alignment.
         let aligned = port.alignment.is_power_of_two()
             && port.alignment <= allocation.alignment
-            && region.offset % port.alignment == 0;
+            && region.offset.is_multiple_of(port.alignment);
         if region.bytes > 0 && !aligned {
             return Err(ModelPlanError::BindingMisaligned {
                 site,

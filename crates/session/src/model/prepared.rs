@@ -8,6 +8,9 @@ use crate::mapping::Inner;
 use crate::session::check_typed;
 use crate::{Descriptor, Error};
 
+/// [`PreparedModel::run`] or [`PreparedModel::try_run`], for the typed conveniences.
+type RunFn = fn(&PreparedModel, &[&[u8]], &mut [&mut [u8]]) -> Result<(), Error>;
+
 /// A prepared plan of a model: runs one inference per call on one of its inference slots.
 ///
 /// Thread contract: `Send + Sync`; [`PreparedModel::run`] takes `&self` and may be called
@@ -117,7 +120,7 @@ impl PreparedModel {
         &self,
         inputs: &[&[I]],
         outputs: &mut [&mut [O]],
-        run: fn(&PreparedModel, &[&[u8]], &mut [&mut [u8]]) -> Result<(), Error>,
+        run: RunFn,
     ) -> Result<(), Error> {
         let input_lens = inputs.iter().map(|s| s.len());
         let output_lens = outputs.iter().map(|s| s.len());
