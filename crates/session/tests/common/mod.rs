@@ -5,6 +5,8 @@
     reason = "each test binary uses a different subset of the helpers"
 )]
 
+pub mod fixture;
+
 use accy_ir::{BinaryOp, Builder, DType, Program, Tensor, Type};
 
 /// `y = x + x` over `n` f32.
