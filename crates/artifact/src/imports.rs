@@ -26,7 +26,7 @@ pub enum Import {
     TanhF32,
     /// `f64 tanh(f64)`
     TanhF64,
-    /// `f32 sigmoid(f32)`: `1 / (1 + exp(-x))`
+    /// `f32 sigmoid(f32)`: the logistic function (`accy_math::sigmoid_f32`)
     SigmoidF32,
     /// `f64 sigmoid(f64)`
     SigmoidF64,
