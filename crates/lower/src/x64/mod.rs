@@ -11,7 +11,7 @@
 //! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path for contiguous
 //!   innermost dims (elementwise, and reductions over the innermost dim);
 //! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`), used by
-//!   the AVX-512 tier's masked tails.
+//!   the AVX-512 tier's masked tails; `vex.rs`: the FMA forms dynasm encodes wrongly.
 //!
 //! What each tier emits: SSE2 runs every kernel with the scalar loops; AVX2 vectorizes the
 //! kernels `vector.rs` accepts (others stay scalar, whole kernel); AVX-512 is AVX2 plus a
@@ -31,6 +31,7 @@ mod scalar;
 mod vector;
 mod vector_ops;
 mod vector_reduce;
+pub(crate) mod vex;
 
 #[cfg(test)]
 mod tests;

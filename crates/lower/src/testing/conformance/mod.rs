@@ -213,6 +213,11 @@ pub const GROUPS: &[Group] = &[
         run: nodes::gather,
     },
     Group {
+        name: "fma_bitcast",
+        floor: 40,
+        run: nodes::fma_bitcast,
+    },
+    Group {
         name: "reductions",
         floor: 167,
         run: loops::reductions,
@@ -365,6 +370,10 @@ macro_rules! conformance_tests {
                 group("gather")
             }
             #[test]
+            fn fma_bitcast() {
+                group("fma_bitcast")
+            }
+            #[test]
             fn reductions() {
                 group("reductions")
             }
@@ -427,6 +436,7 @@ macro_rules! conformance_tests {
                         "convert",
                         "const_index",
                         "gather",
+                        "fma_bitcast",
                         "reductions",
                         "maps",
                         "vector_lengths",
