@@ -153,7 +153,8 @@ pub(crate) fn schedule(
     let mut epilogues = Vec::new();
     for &r in &rows {
         for &c in &cols {
-            let (kernel, relocs) = epilogue_kernel(k, r, c, t_ld, epilogues.len()).map_err(&bad)?;
+            let (kernel, relocs) =
+                epilogue_kernel(k, r, c, t_ld, epilogues.len()).map_err(&bad)?;
             epilogues.push(Epilogue {
                 rows: r,
                 cols: c,
