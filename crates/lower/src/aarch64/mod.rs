@@ -93,6 +93,11 @@ impl Target for A64Target {
         (m.mr, m.nr())
     }
 
+    fn has_fma(&self) -> bool {
+        // fmadd/fmla are ARMv8.0-A baseline.
+        true
+    }
+
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
             Kernel::Loop(k) => kernel::emit_kernel(ops, k).map(|()| 0),

@@ -167,6 +167,11 @@ impl Target for X64Target {
         (m.mr, m.nr())
     }
 
+    fn has_fma(&self) -> bool {
+        // The AVX2 tier's feature set includes FMA; the SSE2 tier's CPUs may lack it.
+        self.tier.has_avx2()
+    }
+
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
             Kernel::Loop(k) => {
