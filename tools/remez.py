@@ -162,6 +162,62 @@ def _():
         tanh_fit("f64", d, "0.55")
 
 
+# erf(x) = x (2/sqrt(pi) + x^2 Q(x^2)) on |x| <= 1, the constant kept exact (in two parts);
+# relative error: weight z / P(z).
+def erf_small_fit(dtype, deg):
+    c0 = 2 / mp.sqrt(mp.pi)
+    P = safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z), c0)
+    Q = lambda z: -c0 / 3 if z == 0 else (P(z) - c0) / z
+    w = lambda z: max(z, mp.mpf(1) / 2500) / P(z)
+    show(f"erf Q deg {deg} on |x| <= 1", Q, w, list(range(deg + 1)), 0, 1, dtype)
+
+
+# erfc(x) = e^(-x^2) G(t), t = 1 / (1 + x / 2), 1 <= x <= X: G(t) = erfcx(x); relative error.
+def erfc_fit(dtype, deg, xmax):
+    x_of = lambda t: 2 * (1 / t - 1)
+    G = lambda t: mp.erfc(x_of(t)) * mp.exp(x_of(t) ** 2)
+    w = lambda t: 1 / G(t)
+    a, b = 1 / (1 + mp.mpf(xmax) / 2), mp.mpf(2) / 3
+    show(f"erfc G deg {deg} on 1 <= x <= {xmax}", G, w, list(range(deg + 1)), a, b, dtype)
+
+
+@fit("erf")
+def _():
+    for d in (5,):
+        erf_small_fit("f32", d)
+    for d in (6,):
+        erfc_fit("f32", d, 4)
+    for d in (11,):
+        erf_small_fit("f64", d)
+    for d in (16, 18):
+        erfc_fit("f64", d, 6)
+
+
+# sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2) on |r| <= pi/4; relative error.
+def sin_fit(dtype, deg):
+    zmax = (mp.pi / 4) ** 2 * (1 + mp.mpf("1e-6"))
+    S = safe(lambda z: (mp.sin(mp.sqrt(z)) - mp.sqrt(z)) / mp.sqrt(z) ** 3, -mp.mpf(1) / 6)
+    w = lambda z: max(z, zmax / 2500) * mp.sqrt(z) / mp.sin(mp.sqrt(z)) if z > 0 else zmax / 2500
+    show(f"sin S deg {deg}", S, w, list(range(deg + 1)), 0, zmax, dtype)
+
+
+def cos_fit(dtype, deg):
+    zmax = (mp.pi / 4) ** 2 * (1 + mp.mpf("1e-6"))
+    C = safe(lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / z ** 2, mp.mpf(1) / 24)
+    w = lambda z: max(z, zmax / 50) ** 2 / mp.cos(mp.sqrt(z))
+    show(f"cos C deg {deg}", C, w, list(range(deg + 1)), 0, zmax, dtype)
+
+
+@fit("trig")
+def _():
+    for d in (2, 3):
+        sin_fit("f32", d)
+        cos_fit("f32", d)
+    for d in (5, 6):
+        sin_fit("f64", d)
+        cos_fit("f64", d)
+
+
 if __name__ == "__main__":
     names = sys.argv[1:] or list(FITS)
     for n in names:

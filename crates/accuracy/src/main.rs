@@ -39,6 +39,11 @@ fn row(r: &Report, bound: u64) -> String {
         format!("{}({a:e}) = {got:e}, not {want:e}", r.name)
     };
     let verdict = if r.max_ulps <= bound { "ok" } else { "OVER" };
+    let (ulps, how) = if r.beyond.is_some() {
+        (format!("{ulps} (\\|x\\| ≤ 1e4)"), how)
+    } else {
+        (ulps, how)
+    };
     format!(
         "| {} | {} | {ulps} | {bound} | {verdict} | {:.3}% | {how} | {} | {:.1} s | {at} |",
         r.name,
@@ -100,6 +105,17 @@ fn main() -> ExitCode {
                 Ok(r) => {
                     ok &= r.max_ulps <= f.bound;
                     println!("{}", row(&r, f.bound));
+                    if let Some((max, (a, _, got, want), count)) = r.beyond {
+                        let ulps = if max == u64::MAX {
+                            "NaN mismatch".to_owned()
+                        } else {
+                            max.to_string()
+                        };
+                        println!(
+                            "| {} beyond \\|x\\| > {:e} | {} | {ulps} | - | | | {count} inputs | | | {}({a:e}) = {got:e}, not {want:e} |",
+                            r.name, f.within, r.dtype, r.name
+                        );
+                    }
                 }
                 Err(e) => {
                     ok = false;

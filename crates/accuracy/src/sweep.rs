@@ -35,26 +35,61 @@ pub struct Report {
     pub target: &'static str,
     /// Whether every input of the type was covered.
     pub exhaustive: bool,
+    /// For a function whose bound holds only for `|x| ≤ within`: the largest distance beyond
+    /// that (where a NaN result counts as `u64::MAX`), with its arguments, result and
+    /// reference, and how many inputs lay there.
+    pub beyond: Option<(u64, (f64, f64, f64, f64), u64)>,
 }
 
 /// Elements per invocation.
 const CHUNK: usize = 1 << 16;
 
-/// The largest distance seen so far and where.
+/// The largest distance seen so far and where, inside the bound's range and beyond it.
+#[derive(Default)]
 struct Worst {
     max: u64,
     at: (f64, f64, f64, f64),
     inexact: u64,
+    beyond_max: u64,
+    beyond_at: (f64, f64, f64, f64),
+    beyond_count: u64,
 }
 
 impl Worst {
-    fn merge(&mut self, ulps: u64, at: (f64, f64, f64, f64)) {
+    /// Records distance `ulps` at `at` (arguments, result, reference); `inside` when the
+    /// first argument is within the range the bound holds in.
+    fn merge(&mut self, ulps: u64, at: (f64, f64, f64, f64), inside: bool) {
+        if !inside {
+            // A NaN where the reduction gives up is the documented behaviour there: counted
+            // apart (`beyond_count` counts all inputs beyond), not as an error.
+            if at.2.is_nan() && !at.3.is_nan() {
+                return;
+            }
+            if ulps > self.beyond_max {
+                self.beyond_max = ulps;
+                self.beyond_at = at;
+            }
+            return;
+        }
         if ulps > 0 {
             self.inexact += 1;
         }
         if ulps > self.max {
             self.max = ulps;
             self.at = at;
+        }
+    }
+
+    fn add(&mut self, w: Worst) {
+        self.inexact += w.inexact;
+        self.beyond_count += w.beyond_count;
+        if w.max > self.max {
+            self.max = w.max;
+            self.at = w.at;
+        }
+        if w.beyond_max > self.beyond_max {
+            self.beyond_max = w.beyond_max;
+            self.beyond_at = w.beyond_at;
         }
     }
 }
@@ -71,18 +106,9 @@ fn parallel(
             .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
             .collect()
     });
-    let mut total = Worst {
-        max: 0,
-        at: (0.0, 0.0, 0.0, 0.0),
-        inexact: 0,
-    };
+    let mut total = Worst::default();
     for r in results {
-        let w = r?;
-        total.inexact += w.inexact;
-        if w.max > total.max || (total.max == 0 && w.max == 0) {
-            total.max = w.max;
-            total.at = w.at;
-        }
+        total.add(r?);
     }
     Ok(total)
 }
@@ -103,11 +129,7 @@ pub fn exhaustive32(f: &Function, threads: usize, limit: u64) -> Result<Report, 
         let mut scratch = Scratch::new();
         let mut a = vec![0f32; CHUNK];
         let mut out = vec![0f32; CHUNK];
-        let mut w = Worst {
-            max: 0,
-            at: (0.0, 0.0, 0.0, 0.0),
-            inexact: 0,
-        };
+        let mut w = Worst::default();
         loop {
             let c = next.fetch_add(1, Ordering::Relaxed);
             if c >= chunks {
@@ -118,11 +140,18 @@ pub fn exhaustive32(f: &Function, threads: usize, limit: u64) -> Result<Report, 
                 *v = f32::from_bits((k * stride) as u32);
             }
             runner.run(&mut scratch, &a, &a, &mut out)?;
-            for (&x, &y) in a.iter().zip(&out) {
+            let live = (count - c * CHUNK as u64).min(CHUNK as u64) as usize;
+            for (&x, &y) in a[..live].iter().zip(&out) {
+                let inside = f64::from(x.abs()) <= f.within || x.is_nan();
+                w.beyond_count += u64::from(!inside);
                 let want = (f.reference32)(x, 0.0);
                 let d = ulps32(y, want);
                 if d > 0 {
-                    w.merge(d, (f64::from(x), 0.0, f64::from(y), f64::from(want)));
+                    w.merge(
+                        d,
+                        (f64::from(x), 0.0, f64::from(y), f64::from(want)),
+                        inside,
+                    );
                 }
             }
         }
@@ -137,6 +166,11 @@ pub fn exhaustive32(f: &Function, threads: usize, limit: u64) -> Result<Report, 
         time: start.elapsed(),
         target: runner.target(),
         exhaustive: count == total,
+        beyond: f.within.is_finite().then_some((
+            worst.beyond_max,
+            worst.beyond_at,
+            worst.beyond_count,
+        )),
     })
 }
 
@@ -172,11 +206,7 @@ pub fn sampled(
             *t = runner.target();
         }
         let mut scratch = Scratch::new();
-        let mut w = Worst {
-            max: 0,
-            at: (0.0, 0.0, 0.0, 0.0),
-            inexact: 0,
-        };
+        let mut w = Worst::default();
         let (mut a, mut b) = (vec![0f64; CHUNK], vec![0f64; CHUNK]);
         let mut out = vec![0f64; CHUNK];
         let (mut a32, mut b32) = (vec![0f32; CHUNK], vec![0f32; CHUNK]);
@@ -198,20 +228,28 @@ pub fn sampled(
                 }
                 runner.run(&mut scratch, &a32, &b32, &mut out32)?;
                 for i in 0..live {
+                    let inside = f64::from(a32[i].abs()) <= f.within || a32[i].is_nan();
+                    w.beyond_count += u64::from(!inside);
                     let want = (f.reference32)(a32[i], b32[i]);
                     let d = ulps32(out32[i], want);
                     if d > 0 {
                         let at = (f64::from(a32[i]), f64::from(b32[i]));
-                        w.merge(d, (at.0, at.1, f64::from(out32[i]), f64::from(want)));
+                        w.merge(
+                            d,
+                            (at.0, at.1, f64::from(out32[i]), f64::from(want)),
+                            inside,
+                        );
                     }
                 }
             } else if let Some(m) = mpfr {
                 runner.run(&mut scratch, &a, &b, &mut out)?;
                 for i in 0..live {
+                    let inside = a[i].abs() <= f.within || a[i].is_nan();
+                    w.beyond_count += u64::from(!inside);
                     let want = f.reference64(m, a[i], b[i]);
                     let d = ulps64(out[i], want);
                     if d > 0 {
-                        w.merge(d, (a[i], b[i], out[i], want));
+                        w.merge(d, (a[i], b[i], out[i], want), inside);
                     }
                 }
             }
@@ -227,5 +265,10 @@ pub fn sampled(
         time: start.elapsed(),
         target: target.lock().map(|t| *t).unwrap_or(""),
         exhaustive: false,
+        beyond: f.within.is_finite().then_some((
+            worst.beyond_max,
+            worst.beyond_at,
+            worst.beyond_count,
+        )),
     })
 }

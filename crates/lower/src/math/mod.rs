@@ -20,9 +20,11 @@
 //! coefficients come from `tools/remez.py`.
 
 mod builder;
+mod erf;
 mod exp;
 mod hyperbolic;
 mod log;
+mod trig;
 
 use std::collections::HashMap;
 
@@ -41,6 +43,9 @@ fn unary_expansion(op: UnaryOp) -> Option<Expansion> {
         UnaryOp::Log => Some(log::log),
         UnaryOp::Tanh => Some(hyperbolic::tanh),
         UnaryOp::Sigmoid => Some(hyperbolic::sigmoid),
+        UnaryOp::Erf => Some(erf::erf),
+        UnaryOp::Sin => Some(trig::sin),
+        UnaryOp::Cos => Some(trig::cos),
         _ => None,
     }
 }
