@@ -16,6 +16,7 @@ mod abi;
 mod compare;
 mod contraction;
 mod loops;
+pub(crate) mod math;
 mod nodes;
 mod random;
 
@@ -218,6 +219,11 @@ pub const GROUPS: &[Group] = &[
         run: nodes::fma_bitcast,
     },
     Group {
+        name: "math",
+        floor: 16,
+        run: math::math,
+    },
+    Group {
         name: "reductions",
         floor: 167,
         run: loops::reductions,
@@ -374,6 +380,10 @@ macro_rules! conformance_tests {
                 group("fma_bitcast")
             }
             #[test]
+            fn math() {
+                group("math")
+            }
+            #[test]
             fn reductions() {
                 group("reductions")
             }
@@ -437,6 +447,7 @@ macro_rules! conformance_tests {
                         "const_index",
                         "gather",
                         "fma_bitcast",
+                        "math",
                         "reductions",
                         "maps",
                         "vector_lengths",
