@@ -11,7 +11,7 @@
 //! `e^(-x²) = e^(-hi) · (1 - lo)`, so the square's rounding does not reach the exponential.
 //! `erfc` is at most 0.16 here, so its relative error reaches `erf` scaled down by 0.19 at
 //! least. The sign of `x` is applied last; the branch is a select on `1 ≤ |x|`, false for NaN,
-//! which so stays NaN; `erf(-0) = -0`.
+//! which so stays NaN; `±0` is returned as it is.
 
 use super::builder::{Builder, V};
 use super::exp::{exp_reaching, Reach};
@@ -87,6 +87,10 @@ pub(super) fn erf(b: &mut Builder<'_>, x: V) -> V {
     let inner = b.fma(z, q, lo);
     let xi = b.mul(x, inner);
     let near = b.fma(x, hi, xi);
+    // At ±0 that is ±0 + (±0 · c0_lo), which rounds -0 to +0: keep x itself there.
+    let zero = b.f(0.0);
+    let is_zero = b.eq(x, zero);
+    let near = b.select(is_zero, x, near);
     // |x| >= 1.
     let limit = b.f(SATURATE[w]);
     let over = b.lt(limit, a);
@@ -112,7 +116,6 @@ pub(super) fn erf(b: &mut Builder<'_>, x: V) -> V {
     let erfc = b.mul(e, g);
     let far = b.sub(one, erfc);
     let neg = b.neg(far);
-    let zero = b.f(0.0);
     let negative = b.lt(x, zero);
     let far = b.select(negative, neg, far);
     let is_far = b.le(one, a);

@@ -6,7 +6,8 @@
 //! subtraction loses nothing and the quotient's error reaches the result at most halved.
 //! `|x|` is clamped at 9.1 (f32) / 20 (f64) first, beyond which tanh rounds to ±1 and the
 //! clamped formula gives exactly that (so `tanh(±inf) = ±1`). The branch is a select on
-//! `0.55 ≤ |x|`, false for NaN, so NaN takes the polynomial and stays NaN; `-0` stays `-0`.
+//! `0.55 ≤ |x|`, false for NaN, so NaN takes the polynomial and stays NaN; `±0` is returned
+//! as it is (the polynomial's sum would turn `-0` into `+0`).
 //!
 //! `sigmoid`: with `e = e^-|x|` (which never overflows), `1 / (1 + e)` for `x ≥ 0` and
 //! `e / (1 + e)` for `x < 0`: as `accy_math::sigmoid_f64` does, the quotient is corrected for
@@ -53,6 +54,10 @@ pub(super) fn tanh(b: &mut Builder<'_>, x: V) -> V {
     let p = b.poly(z, coefficients);
     let x3 = b.mul(x, z);
     let near = b.fma(x3, p, x);
+    // At ±0 the sum is (±0 · p) + ±0, which rounds -0 to +0: keep x itself there.
+    let zero = b.f(0.0);
+    let is_zero = b.eq(x, zero);
+    let near = b.select(is_zero, x, near);
     // Elsewhere: 1 - 2 / (e^(2|x|) + 1), signed.
     let limit = b.f(SATURATE[usize::from(b.fmt.wide())]);
     let over = b.lt(limit, a);
@@ -71,7 +76,6 @@ pub(super) fn tanh(b: &mut Builder<'_>, x: V) -> V {
     let q = b.div(two, d);
     let far = b.sub(one, q);
     let neg = b.neg(far);
-    let zero = b.f(0.0);
     let negative = b.lt(x, zero);
     let far = b.select(negative, neg, far);
     let split = b.f(SPLIT);

@@ -104,7 +104,14 @@ fn sin_or_cos(b: &mut Builder<'_>, x: V, quadrant: i64) -> V {
     let sign = b.shl(sign, if fmt.wide() { 62 } else { 30 });
     let y_bits = b.bits(y);
     let y_bits = b.xor(y_bits, sign);
-    let y = b.float(y_bits);
+    let mut y = b.float(y_bits);
+    // ±0: the polynomial's sum turns -0 into +0, but sin keeps the sign (cos(±0) = 1 comes
+    // out of the polynomial already).
+    if quadrant == 0 {
+        let zero = b.f(0.0);
+        let is_zero = b.eq(x, zero);
+        y = b.select(is_zero, x, y);
+    }
     // Past the reach of the reduction: NaN (see the module doc).
     let limit = b.f(if fmt.wide() {
         2f64.powi(51)
