@@ -10,6 +10,8 @@
 //! - `bench <compile|invoke|parallel|all> [--quick]`: criterion benchmarks, summarised as a
 //!   table of medians with ratios to the reference each group measures in the same run; table
 //!   benchmarks (`parallel`) print their own.
+//! - `ulp [--quick] [--threads N] [--samples N] [NAME...]`: the accuracy table of the generated
+//!   math (see `ulp.rs` and `docs/accuracy.md`).
 //! - `test [--no-emulator] [-- <args>]`: the README's test command: checks for (or, as root,
 //!   installs) the system packages the emulator tests build with, then runs
 //!   `cargo test --workspace --all-features --locked` (see `test.rs`).
@@ -23,6 +25,7 @@
 mod bench;
 mod fuzz;
 mod test;
+mod ulp;
 
 use std::process::ExitCode;
 
@@ -36,6 +39,9 @@ commands:
                                          run benchmarks; print medians and in-run ratios
   test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
                                          then cargo test --workspace --all-features --locked
+  ulp [--quick] [--threads N] [--samples N] [NAME...]
+                                         max ULP error of each math function's generated code
+                                         (every f32 input; 10^7 f64 samples against MPFR)
 ";
 
 fn main() -> ExitCode {
@@ -44,6 +50,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("test") => test::test(&args[1..]),
+        Some("ulp") => ulp::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -3,9 +3,9 @@
 //! headers or links against it: without the library [`Mpfr::load`] says so and only the f32
 //! measurements run.
 //!
-//! Each evaluation works at 256 bits and rounds once to f64 (`mpfr_get_d`, round to nearest):
+//! Each evaluation works at 128 bits and rounds once to f64 (`mpfr_get_d`, round to nearest):
 //! MPFR's functions are correctly rounded at their working precision, so the result is the
-//! correctly rounded f64 value unless the exact one lies within 2^-200 relative of a rounding
+//! correctly rounded f64 value unless the exact one lies within 2^-75 relative of a rounding
 //! boundary.
 
 use std::ffi::{c_char, c_int, c_long, c_ulong, c_void, CStr};
@@ -25,7 +25,7 @@ type Binary = unsafe extern "C" fn(*mut MpfrT, *const MpfrT, *const MpfrT, c_int
 /// Round to nearest (`MPFR_RNDN`).
 const RNDN: c_int = 0;
 /// Working precision in bits.
-const PRECISION: c_long = 256;
+const PRECISION: c_long = 128;
 
 /// The MPFR functions the references use.
 #[derive(Clone, Copy, Debug)]
@@ -184,7 +184,7 @@ impl Scratch {
                     (m.pow)(r, x, y, RNDN);
                 }
                 (None, "sigmoid") => {
-                    // 1 / (1 + e^-x), each step at 256 bits.
+                    // 1 / (1 + e^-x), each step at 128 bits.
                     (m.neg)(r, x, RNDN);
                     (m.exp)(r, r, RNDN);
                     (m.add_ui)(r, r, 1, RNDN);
