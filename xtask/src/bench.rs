@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: runs the criterion benchmarks and prints each median as a ratio to the
 //! reference measured in the same run (a bench whose name contains `reference`, in the same
 //! group), because absolute times on a shared 2-core machine say little on their own. Table
-//! benchmarks (`parallel`) are their own harness and print their own table with its in-run
+//! benchmarks (`gemm`, `parallel`) are binaries of the separate `bench/` workspace (which keeps
+//! the reference crates out of the main build) and print their own table with its in-run
 //! references.
 
 use std::io::{BufRead, BufReader};
@@ -11,19 +12,23 @@ use std::process::{Command, Stdio};
 const BENCHES: &[(&str, &str, &str)] = &[
     ("compile", "accy-session", "compile"),
     ("invoke", "accy-session", "invoke"),
-    ("parallel", "accy-session", "parallel"),
+    ("gemm", "bench", "gemm"),
+    ("parallel", "bench", "parallel"),
 ];
 
-/// Benchmarks that are their own harness and print their own table (with the in-run
+/// Benchmarks that are binaries of `bench/` and print their own table (with the in-run
 /// references it needs); the others are criterion's.
-const TABLES: &[&str] = &["parallel"];
+const TABLES: &[&str] = &["gemm", "parallel"];
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut names = Vec::new();
     let mut quick = false;
+    // Flags after the names go to the table benchmarks (e.g. `gemm --input-b`).
+    let mut extra: Vec<&str> = Vec::new();
     for arg in args {
         match arg.as_str() {
             "--quick" => quick = true,
+            flag if flag.starts_with("--") => extra.push(flag),
             "all" => names.extend(BENCHES.iter().map(|(n, _, _)| *n)),
             other => match BENCHES.iter().find(|(n, _, _)| *n == other) {
                 Some((n, _, _)) => names.push(*n),
@@ -45,15 +50,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .find(|(n, _, _)| *n == name)
             .ok_or("unreachable")?;
         let (warm, measure) = if quick { ("0.3", "1") } else { ("1", "3") };
-        println!("xtask: cargo bench -p {package} --bench {target}");
         let table = TABLES.contains(&name);
         let mut command = Command::new("cargo");
-        command.args(["bench", "-p", package, "--bench", target, "--"]);
         if table {
+            println!("xtask: cargo run --release --manifest-path bench/Cargo.toml --bin {target}");
+            command.args([
+                "run",
+                "--release",
+                "--quiet",
+                "--manifest-path",
+                "bench/Cargo.toml",
+            ]);
+            command.args(["--bin", target, "--"]);
+            command.args(&extra);
             if quick {
                 command.arg("--quick");
             }
         } else {
+            println!("xtask: cargo bench -p {package} --bench {target}");
+            command.args(["bench", "-p", package, "--bench", target, "--"]);
             command
                 .arg("--noplot")
                 .args(["--warm-up-time", warm, "--measurement-time", measure]);

@@ -1,7 +1,7 @@
 //! `cargo xtask fuzz`: installs cargo-fuzz if needed, seeds the corpus and runs one target.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Fuzz targets defined in `fuzz/Cargo.toml`, with what each one checks.
@@ -14,12 +14,17 @@ const TARGETS: &[(&str, &str)] = &[
         "parse",
         "text -> parse -> verify -> print -> parse == parsed",
     ),
+    (
+        "onnx",
+        "ONNX bytes -> import -> verify, weights, print -> parse, interpreter",
+    ),
 ];
 
 /// Seed inputs per target, relative to the repository root.
 const SEEDS: &[(&str, &str)] = &[
     ("decode", "crates/wire/tests/golden"),
     ("parse", "crates/ir/tests/programs"),
+    ("onnx", "fuzz/seeds/onnx"),
 ];
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -52,7 +57,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "fuzz: no target `{target}` (`cargo xtask fuzz list`)"
         ));
     }
-    let root = repo_root()?;
+    let root = crate::repo_root()?;
     ensure_cargo_fuzz()?;
 
     let corpus = root.join("fuzz/corpus").join(&target);
@@ -134,14 +139,6 @@ impl FinalStats {
             new_units: stat("stat::new_units_added").unwrap_or(0),
         })
     }
-}
-
-fn repo_root() -> Result<PathBuf, String> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| "xtask has no parent directory".to_owned())
 }
 
 fn ensure_cargo_fuzz() -> Result<(), String> {

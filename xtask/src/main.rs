@@ -15,6 +15,8 @@
 //! - `test [--no-emulator] [-- <args>]`: the README's test command: checks for (or, as root,
 //!   installs) the system packages the emulator tests build with, then runs
 //!   `cargo test --workspace --all-features --locked` (see `test.rs`).
+//! - `onnx-conformance [options]`: the ONNX backend node tests (onnx 1.19.0, installed into a
+//!   local virtual environment when missing) through the importer and the JIT; see `onnx.rs`.
 
 #![allow(
     clippy::print_stdout,
@@ -24,8 +26,11 @@
 
 mod bench;
 mod fuzz;
+mod onnx;
 mod test;
 mod ulp;
+
+use std::path::{Path, PathBuf};
 
 use std::process::ExitCode;
 
@@ -39,6 +44,7 @@ commands:
                                          run benchmarks; print medians and in-run ratios
   test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
                                          then cargo test --workspace --all-features --locked
+  onnx-conformance [--help]              run the ONNX backend node tests through accy
   ulp [--quick] [--threads N] [--samples N] [NAME...]
                                          max ULP error of each math function's generated code
                                          (every f32 input; 10^7 f64 samples against MPFR)
@@ -50,6 +56,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("test") => test::test(&args[1..]),
+        Some("onnx-conformance") => onnx::run(&args[1..]),
         Some("ulp") => ulp::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
@@ -64,4 +71,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The repository root (the parent of `xtask/`).
+fn repo_root() -> Result<PathBuf, String> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "xtask has no parent directory".to_owned())
 }

@@ -423,4 +423,59 @@ pub enum ArtifactError {
         /// The slot's byte size.
         byte_size: u64,
     },
+
+    /// A derived slot's layout is empty.
+    #[error("derived slot {slot} has an empty layout")]
+    UnnamedLayout {
+        /// The derived slot.
+        slot: SlotId,
+    },
+
+    /// A derived slot's source is not a weight or constant slot of the plan.
+    #[error("derived slot {slot} is computed from {from}, which the plan has no slot for")]
+    UnknownDerivedSource {
+        /// The derived slot.
+        slot: SlotId,
+        /// The source as named.
+        from: String,
+    },
+
+    /// A setup command touches a slot that is not its derived slot's source or the derived
+    /// slot itself (setup runs once, with no caller buffers and no scratch).
+    #[error(
+        "setup command {command} {operand}: touches {slot} ({kind}), but setup commands touch \
+         only a derived slot and its source"
+    )]
+    SetupTouchesSlot {
+        /// Index in [`crate::Artifact::setup`].
+        command: usize,
+        /// Which of its regions.
+        operand: Operand,
+        /// The slot.
+        slot: SlotId,
+        /// Its kind.
+        kind: SlotKind,
+    },
+
+    /// A setup command writes no derived slot, or more than one.
+    #[error("setup command {command} writes {written} derived slots; it must write exactly one")]
+    SetupWrites {
+        /// Index in [`crate::Artifact::setup`].
+        command: usize,
+        /// How many distinct slots it writes.
+        written: usize,
+    },
+
+    /// Some byte of a derived slot is written by no setup command.
+    #[error(
+        "derived slot {slot}: byte {offset} of {byte_size} is not written by any setup command"
+    )]
+    DerivedNotWritten {
+        /// The derived slot.
+        slot: SlotId,
+        /// The first byte no setup command writes.
+        offset: u64,
+        /// The slot's byte size.
+        byte_size: u64,
+    },
 }

@@ -40,7 +40,7 @@ pub use abi::DispatchState;
 pub use error::ArtifactError;
 pub use imports::Import;
 pub use launch::{Access, Binding, Command, LaunchPlan, Operand, Region};
-pub use slots::{ArtifactPlan, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
+pub use slots::{ArtifactPlan, DerivedSource, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
 pub use target::{Arch, CpuFeature, FeatureSet, TargetSpec, UnknownFeature};
 pub use validate::{PlanSummary, SlotUsage};
 
@@ -100,6 +100,11 @@ pub struct Artifact {
     pub constants: Vec<u8>,
     /// The slots the commands use.
     pub plan: ArtifactPlan,
+    /// The commands that compute the derived slots ([`SlotRole::Derived`]), run once when the
+    /// artifact is bound to its weights, before any run. Each writes exactly one derived slot
+    /// and reads only that slot's source; a runtime may run just the commands of the slots it
+    /// has not computed for these weights before.
+    pub setup: LaunchPlan,
     /// The commands of one run, in order.
     pub launch: LaunchPlan,
 }
@@ -116,6 +121,7 @@ impl Artifact {
             kernels: Vec::new(),
             constants: Vec::new(),
             plan: ArtifactPlan::default(),
+            setup: LaunchPlan::default(),
             launch: LaunchPlan::default(),
         }
     }
@@ -164,6 +170,10 @@ impl fmt::Display for Artifact {
         }
         writeln!(f, "slots:")?;
         fmt::Display::fmt(&self.plan, f)?;
+        if !self.setup.commands.is_empty() {
+            writeln!(f, "setup:")?;
+            fmt::Display::fmt(&self.setup, f)?;
+        }
         writeln!(f, "commands:")?;
         fmt::Display::fmt(&self.launch, f)
     }

@@ -12,7 +12,16 @@
 //! - input, output and weight slots carry their [`Type`], and its dense byte size is exactly
 //!   the slot's `byte_size` (so a runtime can describe the buffer to the caller);
 //! - a constant slot's payload lies inside [`crate::Artifact::constants`] at an offset that is
-//!   a multiple of the slot's alignment.
+//!   a multiple of the slot's alignment;
+//! - a derived slot names a weight or constant slot of the plan as its source and a non-empty
+//!   layout, and the setup commands ([`crate::Artifact::setup`]) write every byte of it,
+//!   reading nothing but its source.
+//!
+//! **Derived data.** A weight or constant in another layout (a dot's right operand packed into
+//! the panels the microkernels stream) is a derived slot: computed once, when the artifact is
+//! bound to its weights, by the setup commands, and read-only for every run. Its identity is
+//! its source and its layout, so a runtime may compute it once for every artifact that binds
+//! the same weights and asks for the same layout (plans for several batch sizes of one model).
 //!
 //! **Donation.** A program output that reuses an input's buffer (`ir::Output::donates`) needs
 //! no special slot kind: lower computes the output's value straight into the output slot,
@@ -69,6 +78,34 @@ pub enum SlotRole {
     /// (a runtime may reuse it between runs); commands write bytes before reading them (a
     /// promise of the compiler that the validator does not check).
     Scratch,
+    /// Data derived from a weight or a constant by the setup commands, once, before any run
+    /// (see the module documentation). Read-only for every run command.
+    Derived {
+        /// The slot it is computed from.
+        source: DerivedSource,
+        /// What the bytes are, precisely enough that equal `(source, layout)` pairs always
+        /// hold equal bytes (e.g. `f32 panels 32 wide of [k 784, n 512] strides [0,512,1] @0`).
+        layout: String,
+    },
+}
+
+/// What a [`SlotRole::Derived`] slot is computed from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DerivedSource {
+    /// The weight with this name.
+    Weight(String),
+    /// This constant slot of the same plan.
+    Constant(SlotId),
+}
+
+impl fmt::Display for DerivedSource {
+    /// `weight "w1"` or `constant s3`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DerivedSource::Weight(name) => write!(f, "weight {name:?}"),
+            DerivedSource::Constant(slot) => write!(f, "constant {slot}"),
+        }
+    }
 }
 
 impl SlotRole {
@@ -80,12 +117,14 @@ impl SlotRole {
             SlotRole::Weight(_) => SlotKind::Weight,
             SlotRole::Constant { .. } => SlotKind::Constant,
             SlotRole::Scratch => SlotKind::Scratch,
+            SlotRole::Derived { .. } => SlotKind::Derived,
         }
     }
 }
 
 impl fmt::Display for SlotRole {
-    /// `input 0`, `output 1`, `weight "w.q"`, `constant @64`, `scratch`.
+    /// `input 0`, `output 1`, `weight "w.q"`, `constant @64`, `scratch`,
+    /// `derived from weight "w" (layout)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SlotRole::Input(n) => write!(f, "input {n}"),
@@ -93,6 +132,7 @@ impl fmt::Display for SlotRole {
             SlotRole::Weight(name) => write!(f, "weight {name:?}"),
             SlotRole::Constant { offset } => write!(f, "constant @{offset}"),
             SlotRole::Scratch => f.write_str("scratch"),
+            SlotRole::Derived { source, layout } => write!(f, "derived from {source} ({layout})"),
         }
     }
 }
@@ -110,14 +150,17 @@ pub enum SlotKind {
     Constant,
     /// [`SlotRole::Scratch`].
     Scratch,
+    /// [`SlotRole::Derived`].
+    Derived,
 }
 
 impl SlotKind {
-    /// True for the kinds no command may write: inputs, weights and constants.
+    /// True for the kinds no run command may write: inputs, weights, constants and derived
+    /// data (which only setup commands write).
     pub const fn is_read_only(self) -> bool {
         matches!(
             self,
-            SlotKind::Input | SlotKind::Weight | SlotKind::Constant
+            SlotKind::Input | SlotKind::Weight | SlotKind::Constant | SlotKind::Derived
         )
     }
 
@@ -134,6 +177,7 @@ impl SlotKind {
             SlotKind::Weight => "weight",
             SlotKind::Constant => "constant",
             SlotKind::Scratch => "scratch",
+            SlotKind::Derived => "derived",
         }
     }
 }
@@ -250,6 +294,14 @@ impl ArtifactPlan {
     pub fn output_slots(&self) -> Vec<SlotId> {
         self.numbered(|role| match role {
             SlotRole::Output(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// The derived slots with their sources and layouts, in slot order.
+    pub fn derived_slots(&self) -> impl Iterator<Item = (SlotId, &DerivedSource, &str)> {
+        self.iter().filter_map(|(id, s)| match &s.role {
+            SlotRole::Derived { source, layout } => Some((id, source, layout.as_str())),
             _ => None,
         })
     }
@@ -372,6 +424,12 @@ mod tests {
         assert!(SlotRole::Constant { offset: 0 }.kind().is_read_only());
         assert!(!SlotRole::Output(0).kind().is_read_only());
         assert!(!SlotRole::Scratch.kind().is_read_only());
+        let derived = SlotRole::Derived {
+            source: DerivedSource::Weight("w".into()),
+            layout: "panels".into(),
+        };
+        assert!(derived.kind().is_read_only());
+        assert_eq!(derived.to_string(), "derived from weight \"w\" (panels)");
         assert!(SlotKind::Output.is_caller_buffer());
         assert!(!SlotKind::Weight.is_caller_buffer());
         assert_eq!(SlotRole::Weight("a.b".into()).to_string(), "weight \"a.b\"");

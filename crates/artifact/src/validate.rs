@@ -19,7 +19,11 @@
 //!    and lies inside it (`offset + len <= byte_size`, with overflow caught); no command writes
 //!    an input, weight or constant slot; fill regions are aligned to the width; a copy's source
 //!    and destination do not overlap;
-//! 5. every byte of every output slot is written by some command.
+//! 5. every byte of every output slot is written by some command;
+//! 6. derived slots and setup (module `setup`): each derived slot has a non-empty layout and
+//!    names a weight or constant slot of the plan; each setup command is well formed as in 4,
+//!    writes exactly one derived slot and touches nothing but it and its source; every byte of
+//!    every derived slot is written by some setup command.
 //!
 //! Not checked (promises of the compiler, documented where they are made): that scratch and
 //! output bytes are written before they are read, that workgroups of one dispatch write
@@ -63,6 +67,8 @@ pub struct PlanSummary {
     pub outputs: Vec<SlotId>,
     /// The weight slots, in slot order.
     pub weights: Vec<SlotId>,
+    /// The derived slots, in slot order.
+    pub derived: Vec<SlotId>,
     /// The alignment the base of [`Artifact::constants`] must have in memory so that every
     /// constant slot is aligned (the largest constant-slot alignment, at least 1).
     pub constants_alignment: u64,
@@ -94,6 +100,7 @@ impl Artifact {
         summary.worker_scratch = worker_scratch;
         self.check_commands(&mut summary.usage)?;
         self.check_outputs_written(&summary.outputs)?;
+        self.check_setup(&summary)?;
         Ok(summary)
     }
 
@@ -181,6 +188,7 @@ impl Artifact {
         let mut outputs: BTreeMap<u32, SlotId> = BTreeMap::new();
         let mut weight_names: HashMap<&str, SlotId> = HashMap::new();
         let mut weights = Vec::new();
+        let mut derived = Vec::new();
         let mut constants_alignment = 1;
         let mut usage = Vec::with_capacity(slots.len());
 
@@ -257,6 +265,12 @@ impl Artifact {
                     constants_alignment = slot.alignment.max(constants_alignment);
                 }
                 SlotRole::Scratch => {}
+                SlotRole::Derived { layout, .. } => {
+                    if layout.is_empty() {
+                        return Err(ArtifactError::UnnamedLayout { slot: id });
+                    }
+                    derived.push(id);
+                }
             }
             usage.push(SlotUsage {
                 kind,
@@ -282,6 +296,7 @@ impl Artifact {
             inputs,
             outputs,
             weights,
+            derived,
             constants_alignment,
             scratch,
             worker_scratch: 0,
@@ -325,18 +340,8 @@ impl Artifact {
                 u.read |= access.reads();
                 u.written |= access.writes();
             }
+            check_fill_alignment(c, command)?;
             match command {
-                Command::Fill { dst, width, .. } => {
-                    let w = u64::from(*width);
-                    if dst.offset % w != 0 || dst.len % w != 0 {
-                        return Err(ArtifactError::MisalignedFill {
-                            command: c,
-                            offset: dst.offset,
-                            len: dst.len,
-                            width: *width,
-                        });
-                    }
-                }
                 Command::Copy { src, dst } if src.overlaps(dst) => {
                     return Err(ArtifactError::CopyOverlap {
                         command: c,
@@ -346,17 +351,35 @@ impl Artifact {
                         len: src.len,
                     });
                 }
-                Command::Copy { .. } | Command::Dispatch { .. } => {}
+                Command::Fill { .. } | Command::Copy { .. } | Command::Dispatch { .. } => {}
             }
         }
         Ok(())
     }
 
     fn check_outputs_written(&self, outputs: &[SlotId]) -> Result<(), ArtifactError> {
-        // Written byte ranges per output slot, then a sweep per slot for the first gap.
+        match self.first_unwritten(&self.launch.commands, outputs) {
+            Some((number, offset, byte_size)) => Err(ArtifactError::OutputNotWritten {
+                output: u32::try_from(number).unwrap_or(u32::MAX),
+                slot: outputs[number],
+                offset,
+                byte_size,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The first of `slots` (its position, the first byte no command writes, its size) that
+    /// `commands` do not write entirely.
+    pub(super) fn first_unwritten(
+        &self,
+        commands: &[Command],
+        slots: &[SlotId],
+    ) -> Option<(usize, u64, u64)> {
+        // Written byte ranges per slot, then a sweep per slot for the first gap.
         let mut written: HashMap<SlotId, Vec<(u64, u64)>> =
-            outputs.iter().map(|&id| (id, Vec::new())).collect();
-        for command in &self.launch.commands {
+            slots.iter().map(|&id| (id, Vec::new())).collect();
+        for command in commands {
             for (_, region, access) in command.accesses() {
                 if let (true, Some(ranges), Some(end)) =
                     (access.writes(), written.get_mut(&region.slot), region.end())
@@ -365,7 +388,7 @@ impl Artifact {
                 }
             }
         }
-        for (number, &id) in (0u32..).zip(outputs) {
+        for (position, &id) in slots.iter().enumerate() {
             let byte_size = self.plan.slot(id).map_or(0, |s| s.byte_size);
             let mut ranges = written.remove(&id).unwrap_or_default();
             ranges.sort_unstable();
@@ -377,20 +400,15 @@ impl Artifact {
                 covered = covered.max(end);
             }
             if covered < byte_size {
-                return Err(ArtifactError::OutputNotWritten {
-                    output: number,
-                    slot: id,
-                    offset: covered,
-                    byte_size,
-                });
+                return Some((position, covered, byte_size));
             }
         }
-        Ok(())
+        None
     }
 }
 
 /// Checks of one command that do not depend on its regions' slots.
-fn check_command_shape(
+pub(super) fn check_command_shape(
     c: usize,
     command: &Command,
     kernel_count: usize,
@@ -458,6 +476,22 @@ fn check_command_shape(
     Ok(())
 }
 
+/// A fill's region must be whole units of its width (checked after its region is in bounds).
+pub(super) fn check_fill_alignment(c: usize, command: &Command) -> Result<(), ArtifactError> {
+    if let Command::Fill { dst, width, .. } = command {
+        let w = u64::from(*width);
+        if dst.offset % w != 0 || dst.len % w != 0 {
+            return Err(ArtifactError::MisalignedFill {
+                command: c,
+                offset: dst.offset,
+                len: dst.len,
+                width: *width,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Records input or output number `n` of slot `id`, refusing a number already taken.
 fn number_io(
     seen: &mut BTreeMap<u32, SlotId>,
@@ -495,5 +529,6 @@ fn dense_numbers(
     Ok(numbered.into_values().collect())
 }
 
+mod setup;
 #[cfg(test)]
 mod tests;

@@ -24,11 +24,15 @@ use cmd::TargetName;
 ///
 /// A program file is either text (the format in docs/text-format.md, usually `*.accy`) or wire
 /// bytes (docs/wire-format.md, usually `*.accyb`); the command tells them apart by the wire
-/// magic at the start. Examples live in `examples/`:
+/// magic at the start. `run`, `bench`, `inspect` (and `check`, `compile`) also take ONNX
+/// models (`*.onnx`, opsets 13 and newer), imported with their initializers as weights.
+/// Examples live in `examples/`:
 ///
 ///   accy run examples/mlp.accy
-///   accy bench examples/transformer_block.accy --concurrency 2
+///   accy bench examples/transformer_block.accy --concurrency 2 --threads 1
 ///   accy inspect examples/softmax.accy --target x64-avx2
+///   accy run model.onnx --shape input_ids=1x128
+///   accy import model.onnx -o model.accy   # also writes model.safetensors
 #[derive(Parser, Debug)]
 #[command(name = "accy", version, after_help = EXIT_CODES, verbatim_doc_comment)]
 struct Cli {
@@ -52,8 +56,10 @@ enum Command {
     /// each with its FILE:line:column; for wire bytes, a decode error with its byte offset, or
     /// each verifier error with the instruction it names.
     Check {
-        /// Program file (text or wire).
+        /// Program file (text or wire) or ONNX model.
         file: PathBuf,
+        #[command(flatten)]
+        model: cmd::model::ModelArgs,
     },
     /// Convert FILE to wire bytes (default) or, with --text, to the text format.
     ///
@@ -96,12 +102,18 @@ enum Command {
         /// Write each output to DIR/out<N>.npy (the directory is created if needed).
         #[arg(long, value_name = "DIR")]
         output_dir: Option<PathBuf>,
+        /// Threads each invocation spreads its work over (default: one per core; 1 runs every
+        /// kernel on the calling thread).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
         #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
         target: Option<TargetName>,
         /// Never reassociate float sums, so results are bit-identical to the reference
         /// interpreter's (slower reductions and dots).
         #[arg(long)]
         exact: bool,
+        #[command(flatten)]
+        model: cmd::model::ModelArgs,
     },
     /// Time compiling and running FILE on seeded random inputs and weights.
     ///
@@ -135,11 +147,17 @@ enum Command {
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Threads each invocation spreads its work over (default: one per core; 1 runs every
+        /// kernel on the calling thread).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
         #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
         target: Option<TargetName>,
         /// Never reassociate float sums (as for `run --exact`).
         #[arg(long)]
         exact: bool,
+        #[command(flatten)]
+        model: cmd::model::ModelArgs,
     },
     /// Show what FILE compiles to: slots with their byte sizes and the scratch total, the
     /// launch commands, then each kernel (its iteration space, bindings and fused node list)
@@ -159,6 +177,24 @@ enum Command {
         /// Leave out the disassembly.
         #[arg(long)]
         no_disassembly: bool,
+        #[command(flatten)]
+        model: cmd::model::ModelArgs,
+    },
+    /// Import the ONNX model FILE: write its program as text to OUTPUT and its weights (the
+    /// initializers it uses) as a `.safetensors` file beside it with the same stem, so that
+    /// `accy run OUTPUT --weights OUTPUT_STEM.safetensors` runs the same model.
+    ///
+    /// Example: accy import model.onnx -o model.accy --shape input_ids=1x128
+    Import {
+        /// ONNX model (*.onnx).
+        file: PathBuf,
+        /// Where to write the program text (the weights go to the same name with the
+        /// extension `.safetensors`).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// For inputs with symbolic or unknown dims: `NAME=1x128` (repeatable).
+        #[arg(long = "shape", value_name = "INPUT=DIMS")]
+        shapes: Vec<String>,
     },
 }
 
@@ -167,7 +203,7 @@ fn main() -> ExitCode {
     let mut out = cmd::Out::new();
     let out = &mut out;
     let result = match cli.command {
-        Command::Check { file } => cmd::check(&file, out),
+        Command::Check { file, model } => cmd::check(&file, &model, out),
         Command::Compile { file, output, text } => cmd::compile(&file, &output, text, out),
         Command::Run {
             file,
@@ -175,8 +211,10 @@ fn main() -> ExitCode {
             weights,
             seed,
             output_dir,
+            threads,
             target,
             exact,
+            model,
         } => cmd::run::run(
             &cmd::run::RunArgs {
                 file,
@@ -184,8 +222,10 @@ fn main() -> ExitCode {
                 weights,
                 seed,
                 output_dir,
+                threads,
                 target,
                 exact,
+                model,
             },
             out,
         ),
@@ -196,8 +236,10 @@ fn main() -> ExitCode {
             seconds,
             concurrency,
             seed,
+            threads,
             target,
             exact,
+            model,
         } => cmd::bench::bench(
             &cmd::bench::BenchArgs {
                 file,
@@ -206,8 +248,10 @@ fn main() -> ExitCode {
                 seconds,
                 concurrency,
                 seed,
+                threads,
                 target,
                 exact,
+                model,
             },
             out,
         ),
@@ -216,7 +260,21 @@ fn main() -> ExitCode {
             target,
             exact,
             no_disassembly,
-        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly, out),
+            model,
+        } => cmd::inspect::inspect(&file, target, exact, !no_disassembly, &model, out),
+        Command::Import {
+            file,
+            output,
+            shapes,
+        } => cmd::model::import(
+            &file,
+            &output,
+            &cmd::model::ModelArgs {
+                shapes,
+                weights_file: None,
+            },
+            out,
+        ),
     };
     match result.and_then(|()| out.flush()) {
         Ok(()) | Err(cmd::Failure::ClosedPipe) => ExitCode::SUCCESS,

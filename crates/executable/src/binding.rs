@@ -25,9 +25,10 @@ use std::ptr::NonNull;
 use accy_artifact::SlotId;
 
 use crate::aligned::AlignedBytes;
-use crate::loaded::{LoadedArtifact, SlotSource, Span};
+use crate::loaded::{LoadedArtifact, SlotSource};
 use crate::overlap::{self, Extent};
 use crate::pool::Executor;
+use crate::steps::Span;
 
 /// The alignment of the worker-scratch block (and so of every worker's slice, whose stride is
 /// a multiple of it).
@@ -234,7 +235,7 @@ impl Scratch {
         self.bases.clear();
         self.bases.reserve(loaded.sources.len());
         self.binding_ptrs.clear();
-        self.binding_ptrs.reserve(loaded.binding_spans.len());
+        self.binding_ptrs.reserve(loaded.steps.binding_spans.len());
         let summary = loaded.summary();
         self.extents.clear();
         self.extents
@@ -401,12 +402,17 @@ pub fn prepare_borrowed<'a>(
             // SAFETY: the scratch layout places the slot at `offset` with `offset + slot size
             // <= layout size <= memory.len()` (`reserve_for` just ensured the last part).
             SlotSource::Scratch(offset) => unsafe { scratch_base.add(offset) },
+            SlotSource::Derived(i) => loaded
+                .derived
+                .get(i)
+                .map_or(dangling(), |b| b.as_ptr().cast_mut()),
         }
     }));
     let bases = &scratch.bases;
     scratch.binding_ptrs.clear();
     scratch.binding_ptrs.extend(
         loaded
+            .steps
             .binding_spans
             .iter()
             .map(|span| region_ptr(bases, span)),

@@ -62,6 +62,7 @@ mod aligned;
 pub mod binding;
 pub mod code_memory;
 pub mod cpu;
+mod derive;
 pub mod fpenv;
 #[cfg(any(test, feature = "testing"))]
 pub mod guard;
@@ -70,6 +71,7 @@ pub mod loaded;
 mod overlap;
 pub mod pool;
 mod run;
+mod steps;
 mod sys;
 #[cfg(test)]
 mod test_support;

@@ -10,22 +10,27 @@
 //! 4. each weight slot is bound to the [`Weights`] entry of its name, which must have the
 //!    slot's exact size and enough alignment;
 //! 5. the constants are copied into one block aligned to the largest constant-slot alignment;
-//! 6. the code is published into one read+execute mapping and every kernel entry is checked.
+//! 6. the code is published into one read+execute mapping and every kernel entry is checked;
+//! 7. each derived slot is computed by its setup commands, or shared from the weights when
+//!    an artifact bound to them computed the same `(weight, layout)` before (`derive`).
 //!
 //! After loading nothing changes: a `LoadedArtifact` is `Send + Sync` (checked at compile
 //! time) and any number of threads may run it at once, each with its own buffers and
 //! [`crate::Scratch`].
 
-use std::ops::Range;
-
 use accy_artifact::{
-    Arch, Artifact, ArtifactError, ArtifactPlan, Command, FeatureSet, KernelEntry, LaunchPlan,
-    PlanSummary, Region, SlotId, SlotRole, TargetSpec,
+    Arch, Artifact, ArtifactError, ArtifactPlan, FeatureSet, KernelEntry, LaunchPlan, PlanSummary,
+    SlotId, SlotRole, TargetSpec,
 };
+
+use std::sync::Arc;
 
 use crate::aligned::AlignedBytes;
 use crate::code_memory::{CodeMemory, CodeMemoryError};
 use crate::cpu::{CpuInfo, Tier};
+use crate::derive;
+use crate::run::LaunchError;
+use crate::steps::Steps;
 use crate::weights::Weights;
 
 /// Why an artifact could not be loaded.
@@ -145,6 +150,20 @@ pub enum LoadError {
         /// Why.
         source: CodeMemoryError,
     },
+    /// A setup command failed while computing a derived slot (its kernel returned an error).
+    #[error("computing derived slot {slot}: {source}")]
+    Setup {
+        /// The derived slot.
+        slot: SlotId,
+        /// Why its setup stopped.
+        source: LaunchError,
+    },
+    /// A slot the plan lists as derived is not one (a bug in `accy-artifact`).
+    #[error("slot {slot} is not a derived slot")]
+    NotDerived {
+        /// The slot.
+        slot: SlotId,
+    },
     /// The plan summary placed no scratch slot at this id (a bug in `accy-artifact`).
     #[error("scratch slot {slot} has no place in the plan's scratch layout")]
     ScratchUnplaced {
@@ -176,37 +195,8 @@ pub(crate) enum SlotSource {
     Constant(usize),
     /// This offset into the scratch block.
     Scratch(usize),
-}
-
-/// A region with host-sized numbers: `offset..offset + len` of slot `slot`, all inside the
-/// slot (validation proved it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub(crate) slot: usize,
-    pub(crate) offset: usize,
-    pub(crate) len: usize,
-}
-
-/// One launch-plan command, prepared for running.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Fill `dst` with the first `width` bytes of `pattern`, repeated.
-    Fill {
-        dst: Span,
-        pattern: [u8; 4],
-        width: usize,
-    },
-    /// Copy `src` to `dst` (same length, no overlap).
-    Copy { src: Span, dst: Span },
-    /// Call kernel `kernel` (entry at `entry`) for each workgroup, with bindings
-    /// `binding_spans[bindings]` and scalars `scalars[scalars]`.
-    Dispatch {
-        kernel: usize,
-        entry: u32,
-        bindings: Range<usize>,
-        scalars: Range<usize>,
-        workgroups: u32,
-    },
+    /// Entry `i` of the loaded artifact's derived blocks.
+    Derived(usize),
 }
 
 /// An artifact loaded for running on this host: published code, constants, bound weights and
@@ -227,10 +217,9 @@ pub struct LoadedArtifact {
     scratch_alignment: usize,
     worker_scratch_stride: usize,
     pub(crate) sources: Vec<SlotSource>,
-    pub(crate) steps: Vec<Step>,
-    pub(crate) binding_spans: Vec<Span>,
-    pub(crate) binding_lengths: Vec<u64>,
-    pub(crate) scalars: Vec<u64>,
+    /// The memory of each derived slot, in slot order ([`SlotSource::Derived`] indexes it).
+    pub(crate) derived: Vec<Arc<AlignedBytes>>,
+    pub(crate) steps: Steps,
 }
 
 const _: () = {
@@ -338,9 +327,9 @@ impl LoadedArtifact {
             Some(code)
         };
 
-        let mut prepared = Prepared::default();
+        let mut steps = Steps::default();
         for command in &artifact.launch.commands {
-            prepared.push(command, &artifact.kernels)?;
+            steps.push(command, &artifact.kernels)?;
         }
 
         let scratch_too_large =
@@ -358,7 +347,7 @@ impl LoadedArtifact {
             .map_err(|_| scratch_too_large())?
             .max(cpu.preferred_buffer_alignment())
             .max(1);
-        Ok(LoadedArtifact {
+        let mut loaded = LoadedArtifact {
             target,
             code,
             kernels: artifact.kernels.clone(),
@@ -371,11 +360,11 @@ impl LoadedArtifact {
             scratch_alignment,
             worker_scratch_stride,
             sources,
-            steps: prepared.steps,
-            binding_spans: prepared.binding_spans,
-            binding_lengths: prepared.binding_lengths,
-            scalars: prepared.scalars,
-        })
+            derived: Vec::new(),
+            steps,
+        };
+        loaded.derived = derive::compute(&loaded, artifact, cpu)?;
+        Ok(loaded)
     }
 
     /// The architecture and features the code was generated for.
@@ -461,6 +450,7 @@ fn slot_sources(
     weights: &Weights,
 ) -> Result<Vec<SlotSource>, LoadError> {
     let mut sources = Vec::with_capacity(plan.slots.len());
+    let mut derived = 0;
     for (id, slot) in plan.iter() {
         let too_large = || LoadError::TooLarge {
             slot: id,
@@ -503,6 +493,11 @@ fn slot_sources(
             SlotRole::Constant { offset } => {
                 SlotSource::Constant(usize::try_from(*offset).map_err(|_| too_large())?)
             }
+            SlotRole::Derived { .. } => {
+                let i = derived;
+                derived += 1;
+                SlotSource::Derived(i)
+            }
             SlotRole::Scratch => {
                 let offsets = &summary.scratch.offsets;
                 let at = offsets
@@ -515,74 +510,4 @@ fn slot_sources(
         sources.push(source);
     }
     Ok(sources)
-}
-
-/// The launch plan being turned into [`Step`]s.
-#[derive(Default)]
-struct Prepared {
-    steps: Vec<Step>,
-    binding_spans: Vec<Span>,
-    binding_lengths: Vec<u64>,
-    scalars: Vec<u64>,
-}
-
-impl Prepared {
-    fn push(&mut self, command: &Command, kernels: &[KernelEntry]) -> Result<(), LoadError> {
-        let step = match command {
-            Command::Fill {
-                dst,
-                pattern,
-                width,
-            } => Step::Fill {
-                dst: span(dst)?,
-                pattern: pattern.to_le_bytes(),
-                width: usize::from(*width),
-            },
-            Command::Copy { src, dst } => Step::Copy {
-                src: span(src)?,
-                dst: span(dst)?,
-            },
-            Command::Dispatch {
-                kernel,
-                bindings,
-                scalars,
-                workgroups,
-            } => {
-                let index = *kernel as usize;
-                // Validation proved the kernel exists; `get` keeps this panic-free anyway.
-                let entry = kernels.get(index).map_or(0, |k| k.offset);
-                let first_binding = self.binding_spans.len();
-                for b in bindings {
-                    self.binding_spans.push(span(&b.region)?);
-                    self.binding_lengths.push(b.region.len);
-                }
-                let first_scalar = self.scalars.len();
-                self.scalars.extend_from_slice(scalars);
-                Step::Dispatch {
-                    kernel: index,
-                    entry,
-                    bindings: first_binding..self.binding_spans.len(),
-                    scalars: first_scalar..self.scalars.len(),
-                    workgroups: *workgroups,
-                }
-            }
-        };
-        self.steps.push(step);
-        Ok(())
-    }
-}
-
-/// `region` with host-sized numbers. Validation proved it lies inside its slot, whose size
-/// fits `usize` (checked by `slot_sources`), so the conversions cannot fail in practice.
-fn span(region: &Region) -> Result<Span, LoadError> {
-    let too_large = LoadError::TooLarge {
-        slot: region.slot,
-        bytes: region.end().unwrap_or(u64::MAX),
-        alignment: 1,
-    };
-    Ok(Span {
-        slot: region.slot.index(),
-        offset: usize::try_from(region.offset).map_err(|_| too_large.clone())?,
-        len: usize::try_from(region.len).map_err(|_| too_large)?,
-    })
 }

@@ -29,8 +29,9 @@ use crate::binding::{prepare_borrowed, region_ptr, BindingError, Bindings};
 use crate::code_memory::{CodeEntry, CodeMemoryError};
 use crate::fpenv::FpEnvGuard;
 use crate::imports::IMPORT_TABLE;
-use crate::loaded::{LoadedArtifact, Step};
+use crate::loaded::LoadedArtifact;
 use crate::pool::{Executor, Inline};
+use crate::steps::{Step, Steps};
 use crate::Scratch;
 
 /// Why a run stopped.
@@ -113,9 +114,42 @@ pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
         stride: loaded.worker_scratch_stride() as u64,
         count: executor.workers().min(u32::MAX as usize) as u32,
     };
-    let bases = bindings.scratch.bases.as_slice();
-    let binding_ptrs = bindings.scratch.binding_ptrs.as_slice();
-    for (command, step) in loaded.steps.iter().enumerate() {
+    // SAFETY: `prepare_borrowed` bound every slot: caller buffers checked for size and
+    // exclusivity (outputs borrowed mutably by `bindings`, overlapping no other buffer),
+    // weights, constants and derived blocks of `loaded` (only read: validation proved no run
+    // command writes them), scratch slots and worker slices in `bindings.scratch` (borrowed
+    // mutably, one slice per executor worker); the binding pointers were computed from those
+    // bases for `loaded.steps`.
+    unsafe {
+        execute(
+            loaded,
+            executor,
+            &workers,
+            &loaded.steps,
+            bindings.scratch.bases.as_slice(),
+            bindings.scratch.binding_ptrs.as_slice(),
+        )
+    }
+}
+
+/// Runs `steps` (prepared from commands of `loaded`'s artifact) over the slot `bases`.
+///
+/// # Safety
+///
+/// `bases[i]` is the base of slot `i` for every slot a step touches: valid for reads of the
+/// slot's size, and for writes too when a step writes the slot, with nothing else accessing
+/// written slots during the call; `binding_ptrs[j]` is `region_ptr(bases, steps.binding_spans[j])`;
+/// `workers` names `workers.count` disjoint writable slices of `workers.stride` bytes no one
+/// else uses during the call, and `executor` runs at most `workers.count` workers.
+pub(crate) unsafe fn execute(
+    loaded: &LoadedArtifact,
+    executor: &dyn Executor,
+    workers: &Workers,
+    steps: &Steps,
+    bases: &[*mut u8],
+    binding_ptrs: &[*mut u8],
+) -> Result<(), LaunchError> {
+    for (command, step) in steps.steps.iter().enumerate() {
         match step {
             Step::Fill {
                 dst,
@@ -126,9 +160,9 @@ pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
                     continue;
                 }
                 let ptr = region_ptr(bases, dst);
-                // SAFETY: `dst` lies inside a writable slot (an output buffer, exclusively
-                // borrowed by `bindings`, or scratch, likewise), so `ptr..ptr + len` is valid
-                // for writes and nothing else references it during this step.
+                // SAFETY: `dst` lies inside a slot this step writes, so (the caller's
+                // contract) `ptr..ptr + len` is valid for writes and nothing else accesses it
+                // during this step.
                 let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, dst.len) };
                 fill(bytes, pattern, *width);
             }
@@ -136,12 +170,12 @@ pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
                 if dst.len == 0 {
                     continue;
                 }
-                // SAFETY: both regions lie inside their slots; `src` is readable, `dst` is in a
-                // writable slot borrowed exclusively by `bindings`; their lengths are equal
-                // (validation) and they do not overlap: within one slot validation proved
-                // it, and distinct slots are disjoint memory (binding refused outputs that
-                // share bytes with inputs or outputs; weights, constants and scratch are
-                // private allocations).
+                // SAFETY: both regions lie inside their slots; `src` is readable and `dst`
+                // writable with no other access (the caller's contract); their lengths are
+                // equal (validation) and they do not overlap: within one slot validation
+                // proved it, and distinct slots are disjoint memory (binding refused outputs
+                // that share bytes with inputs or outputs; weights, constants, derived blocks
+                // and scratch are private allocations).
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         region_ptr(bases, src).cast_const(),
@@ -159,12 +193,12 @@ pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
             } => dispatch(
                 loaded,
                 executor,
-                &workers,
+                workers,
                 command,
                 (*kernel, *entry),
                 &binding_ptrs[range.clone()],
-                &loaded.binding_lengths[range.clone()],
-                &loaded.scalars[scalars.clone()],
+                &steps.binding_lengths[range.clone()],
+                &steps.scalars[scalars.clone()],
                 *workgroups,
             )?,
         }
@@ -187,10 +221,13 @@ fn fill(bytes: &mut [u8], pattern: &[u8; 4], width: usize) {
 }
 
 /// The worker scratch of one run, as every dispatch passes it on.
-struct Workers {
-    base: *mut u8,
-    stride: u64,
-    count: u32,
+pub(crate) struct Workers {
+    /// The first worker's slice.
+    pub(crate) base: *mut u8,
+    /// Bytes from one worker's slice to the next.
+    pub(crate) stride: u64,
+    /// How many slices there are.
+    pub(crate) count: u32,
 }
 
 /// A dispatch's state, shared read-only by the threads running its workgroups.

@@ -8,7 +8,7 @@
 //! a caller's output (a `&mut [u8]`) cannot alias memory this type only lends out as `&[u8]`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::aligned::AlignedBytes;
 
@@ -51,11 +51,22 @@ struct Weight {
     bytes: AlignedBytes,
 }
 
-/// An immutable set of named weights in aligned memory of their own. Cheap to clone: clones
-/// share the memory. `Send + Sync`.
+/// One weight in another layout (`accy_artifact::SlotRole::Derived`), computed once.
+#[derive(Debug)]
+struct Derived {
+    weight: String,
+    layout: String,
+    bytes: Arc<AlignedBytes>,
+}
+
+/// An immutable set of named weights in aligned memory of their own, with the derived forms
+/// (packed layouts) loaded artifacts computed from them. Cheap to clone: clones share the
+/// memory, derived forms included. `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct Weights {
     entries: Arc<[Weight]>,
+    /// Grows as artifacts are loaded; each entry is written once and never changes.
+    derived: Arc<Mutex<Vec<Derived>>>,
 }
 
 impl Default for Weights {
@@ -74,6 +85,7 @@ impl Weights {
     pub fn empty() -> Weights {
         Weights {
             entries: Arc::from(Vec::new()),
+            derived: Arc::default(),
         }
     }
 
@@ -106,6 +118,7 @@ impl Weights {
         }
         Ok(Weights {
             entries: Arc::from(entries),
+            derived: Arc::default(),
         })
     }
 
@@ -130,10 +143,67 @@ impl Weights {
         self.entries.iter().map(|w| w.name.as_str())
     }
 
-    /// The physical bytes the set holds, counted once however many clones and loaded
-    /// artifacts share it.
+    /// The physical bytes the set holds — the weights as given plus every derived form
+    /// (packed layout) computed from them so far — counted once however many clones and
+    /// loaded artifacts share them.
     pub fn weight_bytes(&self) -> u64 {
+        self.given_bytes() + self.derived_bytes()
+    }
+
+    /// The bytes of the weights as given.
+    pub fn given_bytes(&self) -> u64 {
         self.entries.iter().map(|w| w.bytes.len() as u64).sum()
+    }
+
+    /// The bytes of the derived forms computed so far.
+    pub fn derived_bytes(&self) -> u64 {
+        self.derived_list()
+            .iter()
+            .map(|d| d.bytes.len() as u64)
+            .sum()
+    }
+
+    /// How many derived forms have been computed so far (one per weight and layout).
+    pub fn derived_count(&self) -> usize {
+        self.derived_list().len()
+    }
+
+    /// The derived forms as `(weight, layout, bytes)`, in the order they were computed.
+    pub fn derived_forms(&self) -> Vec<(String, String, u64)> {
+        self.derived_list()
+            .iter()
+            .map(|d| (d.weight.clone(), d.layout.clone(), d.bytes.len() as u64))
+            .collect()
+    }
+
+    fn derived_list(&self) -> std::sync::MutexGuard<'_, Vec<Derived>> {
+        // An entry is pushed whole or not at all, so a poisoned list is still consistent.
+        self.derived.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The form of weight `weight` in `layout`: the one computed before, or `make()`'s,
+    /// which is kept for the next caller. The lock is held while `make` runs, so concurrent
+    /// loads never compute one form twice.
+    pub(crate) fn derived<E>(
+        &self,
+        weight: &str,
+        layout: &str,
+        make: impl FnOnce() -> Result<AlignedBytes, E>,
+    ) -> Result<Arc<AlignedBytes>, E> {
+        let mut list = self.derived_list();
+        if let Some(d) = list
+            .iter()
+            .find(|d| d.weight == weight && d.layout == layout)
+        {
+            return Ok(Arc::clone(&d.bytes));
+        }
+        let bytes = Arc::new(make()?);
+        list.push(Derived {
+            weight: weight.to_owned(),
+            layout: layout.to_owned(),
+            bytes: Arc::clone(&bytes),
+        });
+        Ok(bytes)
     }
 
     /// Whether `self` and `other` share the same memory (one is a clone of the other).
@@ -158,12 +228,20 @@ impl Weights {
 }
 
 impl fmt::Display for Weights {
-    /// `2 weights, 96 bytes: "w.q" 64, "w.k" 32`.
+    /// `2 weights, 96 bytes: "w.q" 64, "w.k" 32; 1 derived forms, 64 bytes`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} weights, {} bytes", self.len(), self.weight_bytes())?;
+        write!(f, "{} weights, {} bytes", self.len(), self.given_bytes())?;
         for (i, w) in self.entries.iter().enumerate() {
             f.write_str(if i == 0 { ": " } else { ", " })?;
             write!(f, "{:?} {}", w.name, w.bytes.len())?;
+        }
+        let derived = self.derived_count();
+        if derived > 0 {
+            write!(
+                f,
+                "; {derived} derived forms, {} bytes",
+                self.derived_bytes()
+            )?;
         }
         Ok(())
     }

@@ -168,6 +168,9 @@ impl LoweredProgram {
         artifact.kernels = code.entries;
         artifact.constants = self.constants;
         artifact.plan = self.plan;
+        artifact.setup = LaunchPlan {
+            commands: self.setup,
+        };
         artifact.launch = LaunchPlan {
             commands: self.commands,
         };

@@ -4,6 +4,7 @@
 //! - [`conformance`]: the kernel conformance suite every backend runs through a
 //!   [`conformance::KernelRunner`] (in process, or under an emulator);
 //! - [`kernels`]: edge values, deterministic data and a random kernel generator;
+//! - `peak` (x86-64): a generated FMA loop, for benchmarks that report a fraction of peak;
 //! - [`run_commands`]: one plan runner (fill, copy, dispatch in order over plain byte vectors)
 //!   whose dispatches run either the reference kernel interpreter ([`run_lowered`], which
 //!   checks fusion and buffer planning) or real machine code through a runner
@@ -17,6 +18,8 @@ use accy_ir::{Program, Tensor, TensorData};
 
 pub mod conformance;
 pub mod kernels;
+#[cfg(feature = "x64")]
+pub mod peak;
 
 use crate::plan::LoweredProgram;
 
@@ -40,19 +43,21 @@ fn bytes_mut<'a>(slots: &'a mut [Vec<u8>], r: &Region) -> Result<&'a mut [u8], S
 /// out of their regions; written ones are copied back), and the workgroup count.
 pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], u32) -> Result<(), String> + 'a;
 
-/// Runs the commands of a plan (`plan`'s slots, `constants`' payloads, `commands` in order) on
-/// `args` (one per parameter of `program`, inputs and weights in parameter order) the way a
-/// runtime does, with `dispatch` running each kernel, and returns one tensor per output.
+/// Runs the commands of a plan (`plan`'s slots, `constants`' payloads, the `setup` commands
+/// that compute derived slots, then `commands`, in order) on `args` (one per parameter of
+/// `program`, inputs and weights in parameter order) the way a runtime does, with `dispatch`
+/// running each kernel, and returns one tensor per output.
 ///
-/// Inputs, weights and constants start with their bytes; outputs and scratch start poisoned
-/// (`0xA5`), so a kernel that skips a store whose expected value is zero is caught. A dispatch
+/// Inputs, weights and constants start with their bytes; outputs, scratch and derived slots
+/// start poisoned (`0xA5`), so a kernel that skips a store whose expected value is zero is
+/// caught. A dispatch
 /// with overlapping bindings where one writes is refused (copying bindings out would hide a
 /// kernel reading what it writes through another binding), and so is a kernel that changed a
 /// binding it may only read. Errors are messages for a test failure.
 pub fn run_commands(
     plan: &ArtifactPlan,
     constants: &[u8],
-    commands: &[Command],
+    [setup, commands]: [&[Command]; 2],
     program: &Program,
     args: &[Tensor],
     dispatch: &mut Dispatcher<'_>,
@@ -90,7 +95,9 @@ pub fn run_commands(
                 .get(*offset as usize..*offset as usize + size)
                 .map(<[u8]>::to_vec)
                 .ok_or("constant payload out of range")?,
-            SlotRole::Output(_) | SlotRole::Scratch => vec![0xA5; size],
+            SlotRole::Output(_) | SlotRole::Scratch | SlotRole::Derived { .. } => {
+                vec![0xA5; size]
+            }
         };
         if data.len() != size {
             return Err(format!(
@@ -102,58 +109,8 @@ pub fn run_commands(
         slots.push(data);
     }
 
-    for (c, command) in commands.iter().enumerate() {
-        match command {
-            Command::Fill {
-                dst,
-                pattern,
-                width,
-            } => {
-                let w = usize::from(*width);
-                let pattern = pattern.to_le_bytes();
-                let dst = bytes_mut(&mut slots, dst)?;
-                for (i, b) in dst.iter_mut().enumerate() {
-                    *b = pattern[i % w];
-                }
-            }
-            Command::Copy { src, dst } => {
-                let data = bytes(&slots, src)?.to_vec();
-                bytes_mut(&mut slots, dst)?.copy_from_slice(&data);
-            }
-            Command::Dispatch {
-                kernel,
-                bindings,
-                workgroups,
-                ..
-            } => {
-                for (i, a) in bindings.iter().enumerate() {
-                    for b in &bindings[i + 1..] {
-                        if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes())
-                        {
-                            return Err(format!("command {c}: bindings overlap: {a} and {b}"));
-                        }
-                    }
-                }
-                let mut buffers: Vec<Vec<u8>> = bindings
-                    .iter()
-                    .map(|b| bytes(&slots, &b.region).map(<[u8]>::to_vec))
-                    .collect::<Result<_, String>>()?;
-                dispatch(*kernel, &mut buffers, *workgroups)
-                    .map_err(|e| format!("command {c}: {e}"))?;
-                for (b, data) in bindings.iter().zip(&buffers) {
-                    let region = bytes_mut(&mut slots, &b.region)?;
-                    if b.access.writes() {
-                        region.copy_from_slice(data);
-                    } else if region != data.as_slice() {
-                        return Err(format!(
-                            "command {c}: kernel {kernel} wrote its read-only binding {}",
-                            b.region
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    execute(setup, &mut slots, dispatch).map_err(|e| format!("setup {e}"))?;
+    execute(commands, &mut slots, dispatch)?;
 
     let outputs = plan.output_slots();
     program
@@ -171,6 +128,68 @@ pub fn run_commands(
             Tensor::new(&ty.dims, data).map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// Runs `commands` in order over `slots`.
+fn execute(
+    commands: &[Command],
+    slots: &mut [Vec<u8>],
+    dispatch: &mut Dispatcher<'_>,
+) -> Result<(), String> {
+    for (c, command) in commands.iter().enumerate() {
+        match command {
+            Command::Fill {
+                dst,
+                pattern,
+                width,
+            } => {
+                let w = usize::from(*width);
+                let pattern = pattern.to_le_bytes();
+                let dst = bytes_mut(slots, dst)?;
+                for (i, b) in dst.iter_mut().enumerate() {
+                    *b = pattern[i % w];
+                }
+            }
+            Command::Copy { src, dst } => {
+                let data = bytes(slots, src)?.to_vec();
+                bytes_mut(slots, dst)?.copy_from_slice(&data);
+            }
+            Command::Dispatch {
+                kernel,
+                bindings,
+                workgroups,
+                ..
+            } => {
+                for (i, a) in bindings.iter().enumerate() {
+                    for b in &bindings[i + 1..] {
+                        if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes())
+                        {
+                            return Err(format!("command {c}: bindings overlap: {a} and {b}"));
+                        }
+                    }
+                }
+                let mut buffers: Vec<Vec<u8>> = bindings
+                    .iter()
+                    .map(|b| bytes(slots, &b.region).map(<[u8]>::to_vec))
+                    .collect::<Result<_, String>>()?;
+                dispatch(*kernel, &mut buffers, *workgroups)
+                    .map_err(|e| format!("command {c}: {e}"))?;
+                for (b, data) in bindings.iter().zip(&buffers) {
+                    let region = bytes_mut(slots, &b.region)?;
+                    if b.access.writes() {
+                        region.copy_from_slice(data);
+                    } else if region != data.as_slice() {
+                        return Err(format!(
+                            "command {c}: kernel {kernel} wrote its read-only binding {}",
+                            b.region
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    Ok(())
 }
 
 /// Runs `lowered` (planned from `program`) on `args` with [`run_commands`], each kernel
@@ -192,7 +211,7 @@ pub fn run_lowered(
     run_commands(
         &lowered.plan,
         &lowered.constants,
-        &lowered.commands,
+        [&lowered.setup, &lowered.commands],
         program,
         args,
         &mut dispatch,
@@ -226,7 +245,7 @@ pub fn run_artifact(
     run_commands(
         &artifact.plan,
         &artifact.constants,
-        &artifact.launch.commands,
+        [&artifact.setup.commands, &artifact.launch.commands],
         program,
         args,
         &mut dispatch,
@@ -293,6 +312,7 @@ pub fn validate_plan(lowered: &LoweredProgram) -> Result<PlanSummary, ArtifactEr
     }
     artifact.constants = lowered.constants.clone();
     artifact.plan = lowered.plan.clone();
+    artifact.setup.commands = lowered.setup.clone();
     artifact.launch.commands = lowered.commands.clone();
     artifact.validate()
 }

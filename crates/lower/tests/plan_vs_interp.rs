@@ -75,3 +75,61 @@ fn empty_program_plans_to_nothing() {
     let lowered = plan(&Program::default()).unwrap();
     assert!(lowered.kernels.is_empty() && lowered.commands.is_empty());
 }
+
+/// Products whose readers become their epilogues (bias and clamp, a transposed store, a
+/// product read twice by one expression, a second operand laid out column-major) compute
+/// what the interpreter computes.
+#[test]
+fn fused_epilogues_match_the_interpreter() {
+    let programs = [
+        "program {
+          %x = input \"x\" : f32[5,9]
+          %w = input \"w\" : f32[9,7]
+          %b = input \"b\" : f32[7]
+          %y = dot %x, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[5,7]
+          %bb = broadcast %b, dims=[5,7], axes=[1] : f32[5,7]
+          %z = add %y, %bb : f32[5,7]
+          %zero = constant 0.0 : f32[]
+          %zb = broadcast %zero, dims=[5,7], axes=[] : f32[5,7]
+          %r = max %z, %zb : f32[5,7]
+          output %r
+        }",
+        "program {
+          %x = input \"x\" : f64[2,3,4]
+          %w = input \"w\" : f64[2,4,6]
+          %y = dot %x, %w, lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[1] : f64[2,3,6]
+          %s = mul %y, %y : f64[2,3,6]
+          %e = exp %s : f64[2,3,6]
+          %t = transpose %e, perm=[2,0,1] : f64[6,2,3]
+          output %t
+        }",
+        "program {
+          %x = input \"x\" : f32[4,8]
+          %w = input \"w\" : f32[8,6]
+          %r = input \"r\" : f32[6,4]
+          %y = dot %x, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[4,6]
+          %rt = transpose %r, perm=[1,0] : f32[4,6]
+          %z = sub %y, %rt : f32[4,6]
+          %n = neg %z : f32[4,6]
+          output %n
+        }",
+    ];
+    for source in programs {
+        let program = text::parse(source).unwrap();
+        let lowered = plan(&program).unwrap();
+        // One contraction, fused; any other kernel packs an operand.
+        let contractions: Vec<_> = lowered
+            .kernels
+            .iter()
+            .filter_map(accy_lower::kernel::Kernel::as_contraction)
+            .collect();
+        assert_eq!(contractions.len(), 1, "{source}");
+        assert!(!contractions[0].plain(), "{source}");
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        runner
+            .run(&accy_ir::gen::arb_args(&program), |args| {
+                check(&program, &args, &Options::default())
+            })
+            .unwrap();
+    }
+}

@@ -160,5 +160,6 @@ fn empty_artifact_is_valid() {
 }
 
 mod commands;
+mod derived;
 mod plan;
 mod random;

@@ -30,10 +30,14 @@ pub struct BenchArgs {
     pub concurrency: usize,
     /// Seed of the random inputs and weights.
     pub seed: u64,
+    /// Threads per invocation; one per core when `None`.
+    pub threads: Option<usize>,
     /// Code generator; the host's best when `None`.
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// `--shape` and `--weights`.
+    pub model: super::model::ModelArgs,
 }
 
 /// The most callers `bench` starts (each has its own copy of the program's buffers).
@@ -57,14 +61,16 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
         }
         (None, s) => Stop::Deadline(Duration::from_secs_f64(s.unwrap_or(2.0))),
     };
-    let program = super::load(&args.file)?;
+    let loaded = super::model::load_model(&args.file, &args.model)?;
+    let program = &loaded.program;
     let callers = args.concurrency as u64;
-    let (values, _) = values::arguments(&program, &[], &[], args.seed, callers)?;
-    let weights = values::weights(&program, &values)?;
-    let wire = accy_wire::encode(&program);
+    let (mut values, mut sources) = values::arguments(program, &[], &[], args.seed, callers)?;
+    super::model::apply_weights(&loaded, &mut values, &mut sources);
+    let weights = values::weights(program, &values)?;
+    let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
-    let session = super::session(args.target, args.exact)?;
+    let session = super::session(args.target, args.exact, args.threads)?;
     let handle = session
         .compile_with_weights(&wire, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
@@ -73,7 +79,7 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
         .map_err(|e| Failure::session("outputs", &e))?;
     // The session holds the weights now: keep only the inputs, for the first caller, and
     // copy them for the others.
-    let inputs = values::into_inputs(&program, values);
+    let inputs = values::into_inputs(program, values);
     let mut buffers = Vec::with_capacity(args.concurrency);
     for caller in 1..args.concurrency {
         let copies = inputs
@@ -88,7 +94,7 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let measured = measure::measure(&session, handle, buffers, args.warmup, stop)?;
     let totals = measure::totals(&measured);
     let latencies = measured.into_iter().flat_map(|m| m.latencies).collect();
-    report(args, &session, &program, &compile, latencies, &totals, out)
+    report(args, &session, program, &compile, latencies, &totals, out)
 }
 
 /// Compile times in nanoseconds, each compile in a fresh session (so nothing is cached),
@@ -101,7 +107,7 @@ fn compile_times(
     let mut times = Vec::with_capacity(COMPILES);
     let budget = Instant::now();
     for _ in 0..COMPILES {
-        let session = super::session(args.target, args.exact)?;
+        let session = super::session(args.target, args.exact, args.threads)?;
         let start = Instant::now();
         let handle = session
             .compile_with_weights(wire, weights)
@@ -136,9 +142,13 @@ fn report(
     };
     writeln!(
         out,
-        "{}: {} with {callers}{}",
+        "{}: {} with {callers}, {} per invocation{}",
         args.file.display(),
         session.target_name(),
+        match session.threads() {
+            1 => "1 thread".to_owned(),
+            n => format!("{n} threads"),
+        },
         if args.exact { ", exact float sums" } else { "" }
     )?;
     writeln!(

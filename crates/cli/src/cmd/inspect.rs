@@ -24,9 +24,10 @@ pub fn inspect(
     target: Option<TargetName>,
     exact: bool,
     disassemble: bool,
+    model: &super::model::ModelArgs,
     out: &mut super::Out,
 ) -> Result<(), Failure> {
-    let program = super::load(file)?;
+    let program = super::model::load_model(file, model)?.program;
     let target: Box<dyn Target> = match target {
         Some(TargetName(name)) => lookup_name(name, None),
         None => {

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod buffer;
 pub mod inspect;
+pub mod model;
 pub mod out;
 pub mod run;
 pub mod values;
@@ -92,9 +93,9 @@ pub fn parse_target(text: &str) -> Result<TargetName, String> {
         })
 }
 
-/// `accy check`: loads and verifies `file` and prints a one-line summary.
-pub fn check(file: &Path, out: &mut Out) -> Result<(), Failure> {
-    let program = load(file)?;
+/// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
+pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(), Failure> {
+    let program = model::load_model(file, model)?.program;
     writeln!(
         out,
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
@@ -122,9 +123,13 @@ pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Resu
         .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
-/// Reads, decodes or parses, and verifies a program file. Verifier errors in text input carry
-/// the `file:line:column` of the item they are about.
+/// Reads, decodes or parses, and verifies a program file; an ONNX model (`*.onnx`) is
+/// imported (its weights are left out: `accy import` writes them). Verifier errors in text
+/// input carry the `file:line:column` of the item they are about.
 pub fn load(file: &Path) -> Result<Program, Failure> {
+    if model::is_onnx(file) {
+        return model::load_model(file, &model::ModelArgs::default()).map(|m| m.program);
+    }
     let bytes = buffer::read_file(file)?;
     let name = file.display();
     let (program, map) = if bytes.starts_with(&accy_wire::MAGIC) {
@@ -152,10 +157,25 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
     Ok(program)
 }
 
+/// The most threads per invocation `--threads` accepts.
+pub const MAX_THREADS: usize = 256;
+
 /// A session generating code for `target` (the host's best when `None`); a usage error for a
 /// target of another architecture, a runtime failure if this CPU cannot run its code.
-pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failure> {
+pub fn session(
+    target: Option<TargetName>,
+    exact: bool,
+    threads: Option<usize>,
+) -> Result<Session, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
+    if let Some(threads) = threads {
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(Failure::Usage(format!(
+                "--threads must be between 1 and {MAX_THREADS}, not {threads}"
+            )));
+        }
+        options = options.with_threads(threads);
+    }
     if let Some(TargetName(name)) = target {
         let arch = accy_lower::lookup_name(name, None)
             .map_err(|e| Failure::Usage(e.to_string()))?

@@ -26,20 +26,27 @@ pub struct RunArgs {
     pub seed: u64,
     /// Where to write `out<N>.npy`, if anywhere.
     pub output_dir: Option<PathBuf>,
+    /// Threads per invocation; one per core when `None`.
+    pub threads: Option<usize>,
     /// Code generator; the host's best when `None`.
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// `--shape` and `--weights`.
+    pub model: super::model::ModelArgs,
 }
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
 pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
-    let program = super::load(&args.file)?;
-    let (values, sources) = values::arguments(&program, &args.inputs, &args.weights, args.seed, 1)?;
-    let session = super::session(args.target, args.exact)?;
-    let weights = values::weights(&program, &values)?;
+    let loaded = super::model::load_model(&args.file, &args.model)?;
+    let program = &loaded.program;
+    let (mut values, mut sources) =
+        values::arguments(program, &args.inputs, &args.weights, args.seed, 1)?;
+    super::model::apply_weights(&loaded, &mut values, &mut sources);
+    let session = super::session(args.target, args.exact, args.threads)?;
+    let weights = values::weights(program, &values)?;
     let handle = session
-        .compile_program_with_weights(&program, &weights)
+        .compile_program_with_weights(program, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
     writeln!(
         out,
@@ -52,6 +59,13 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
             ""
         }
     )?;
+    let from_model = sources
+        .iter()
+        .filter(|s| matches!(s, Source::Model))
+        .count();
+    if from_model > 0 {
+        writeln!(out, "{from_model} weights from {}", loaded.weights_from)?;
+    }
     for (param, source) in program.params.iter().zip(&sources) {
         let kind = match param.kind {
             accy_ir::ParamKind::Input => "input",
@@ -61,6 +75,7 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
             Source::Random => format!("random (seed {})", args.seed),
             Source::File(path) => format!("from {path}"),
             Source::Literal => "literal".to_owned(),
+            Source::Model => continue,
         };
         writeln!(out, "{kind} {:?}: {} {from}", param.name, param.ty)?;
     }
@@ -69,7 +84,7 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
     // The session holds the weights now: keep only the inputs.
-    let ins = values::into_inputs(&program, values);
+    let ins = values::into_inputs(program, values);
     let mut outs = values::outputs(&descriptors)?;
     let mut scratch = Scratch::new();
     super::invoke(&session, handle, &mut scratch, &ins, &mut outs)

@@ -116,6 +116,8 @@ pub enum Source {
     File(String),
     /// A literal on the command line.
     Literal,
+    /// The model's own weights (ONNX initializers or a `--weights` file).
+    Model,
 }
 
 /// Values for every parameter of `program`, in parameter order: those named in `inputs` and

@@ -135,7 +135,7 @@ impl fmt::Display for ContractionKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, {} workgroups",
+            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, k blocks of {}, {} workgroups",
             self.name,
             self.batch,
             self.m,
@@ -144,6 +144,7 @@ impl fmt::Display for ContractionKernel {
             self.dtype,
             self.tile_m,
             self.tile_n,
+            self.tile_k,
             self.workgroups()
         )?;
         for (b, binding) in self.bindings.iter().enumerate() {

@@ -656,8 +656,11 @@ fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {
             format!("a contraction accumulates f32 or f64, not {}", k.dtype),
         ));
     }
-    if k.tile_m == 0 || k.tile_n == 0 {
-        return Err(c.type_error(0, format!("tile {}x{} is empty", k.tile_m, k.tile_n)));
+    if k.tile_m == 0 || k.tile_n == 0 || k.tile_k == 0 {
+        return Err(c.type_error(
+            0,
+            format!("tile {}x{} (k {}) is empty", k.tile_m, k.tile_n, k.tile_k),
+        ));
     }
     if k.workgroups() > u64::from(u32::MAX) {
         return Err(c.type_error(0, format!("{} workgroups exceed u32", k.workgroups())));

@@ -35,7 +35,7 @@ fn lifetimes(commands: &[Pending]) -> HashMap<BufId, (usize, usize)> {
 }
 
 /// The buffers a command touches.
-fn touched(command: &Pending) -> Vec<BufId> {
+pub(super) fn touched(command: &Pending) -> Vec<BufId> {
     match command {
         Pending::Fill { buf, .. } => vec![*buf],
         Pending::Copy { src, dst, .. } => vec![*src, *dst],
@@ -50,6 +50,7 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
         mut plan,
         constants,
         commands,
+        setup,
         kernels,
         ..
     } = p;
@@ -118,48 +119,51 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
             .ok_or_else(|| CompileError::internal(format!("buffer {buf} missing")))?;
         region(buf, 0, b.bytes())
     };
-    let commands = commands
-        .iter()
-        .map(|c| {
-            Ok(match c {
-                Pending::Fill {
-                    buf,
-                    pattern,
-                    width,
-                } => Command::Fill {
-                    dst: whole(*buf)?,
-                    pattern: *pattern,
-                    width: *width,
-                },
-                Pending::Copy {
-                    src,
-                    src_offset,
-                    dst,
-                    len,
-                } => Command::Copy {
-                    src: region(*src, *src_offset, *len)?,
-                    dst: region(*dst, 0, *len)?,
-                },
-                Pending::Dispatch {
-                    kernel,
-                    bindings,
-                    workgroups,
-                } => Command::Dispatch {
-                    kernel: *kernel,
-                    bindings: bindings
-                        .iter()
-                        .map(|&(buf, access)| Ok(Binding::new(whole(buf)?, access)))
-                        .collect::<Result<_, CompileError>>()?,
-                    scalars: Vec::new(),
-                    workgroups: *workgroups,
-                },
+    let convert = |commands: &[Pending]| {
+        commands
+            .iter()
+            .map(|c| {
+                Ok(match c {
+                    Pending::Fill {
+                        buf,
+                        pattern,
+                        width,
+                    } => Command::Fill {
+                        dst: whole(*buf)?,
+                        pattern: *pattern,
+                        width: *width,
+                    },
+                    Pending::Copy {
+                        src,
+                        src_offset,
+                        dst,
+                        len,
+                    } => Command::Copy {
+                        src: region(*src, *src_offset, *len)?,
+                        dst: region(*dst, 0, *len)?,
+                    },
+                    Pending::Dispatch {
+                        kernel,
+                        bindings,
+                        workgroups,
+                    } => Command::Dispatch {
+                        kernel: *kernel,
+                        bindings: bindings
+                            .iter()
+                            .map(|&(buf, access)| Ok(Binding::new(whole(buf)?, access)))
+                            .collect::<Result<_, CompileError>>()?,
+                        scalars: Vec::new(),
+                        workgroups: *workgroups,
+                    },
+                })
             })
-        })
-        .collect::<Result<Vec<Command>, CompileError>>()?;
+            .collect::<Result<Vec<Command>, CompileError>>()
+    };
     Ok(LoweredProgram {
+        setup: convert(&setup)?,
+        commands: convert(&commands)?,
         plan,
         constants,
-        commands,
         kernels,
     })
 }

@@ -8,24 +8,29 @@
 //! many rows, is packed into panels `nr` columns wide (`[batch][n / nr][k][nr]`, zero-padded
 //! past `n`), so the microkernels stream it contiguously and never see a column edge. A small
 //! or rarely reused one with unit-stride columns and `n` a multiple of `nr` is read in place,
-//! which costs no copy: the "small problems skip packing" case.
+//! which costs no copy: the "small problems skip packing" case. A weight or constant right
+//! operand is packed once, by setup commands into a derived slot (`accy_artifact`'s
+//! `SlotRole::Derived`, identified by the source and a layout string), never on a run; so it is
+//! packed unless small, whatever the number of rows.
 //!
 //! Tiles: a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so
-//! the rows of the tile reuse it from there; rows are then split until there are enough tiles
+//! the rows of the tile reuse it from there, and k is walked in blocks short enough that a
+//! microkernel call's part of A and B fit in half the L1 cache, so A's stays there while every
+//! column panel reuses it (`tile_k`); rows
+//! are then split until there are enough tiles
 //! for the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The grid depends on the program,
 //! the target's register tile and the cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads.
 
-use accy_artifact::Access;
+use accy_artifact::{Access, DerivedSource, Slot, SlotRole};
 use accy_ir::{Axes, DType, Dim, Type, ValueId};
 
 use super::expr::{BufId, ExprId, ExprKind};
+use super::fuse::Waiting;
 use super::views::{self, PointMap};
-use super::{elements, Buffer, Home, Pending, Planner};
+use super::{buffers, elements, Buffer, Home, Pending, Planner};
 use crate::error::CompileError;
-use crate::kernel::{
-    ContractionKernel, IndexMap, Kernel, KernelBinding, KernelNode, Node, Operand, Store,
-};
+use crate::kernel::{ContractionKernel, IndexMap, KernelBinding, KernelNode, Node, Operand, Store};
 
 /// The work one contraction tile should hold, in flops: tens of microseconds on one core.
 pub(crate) const TILE_FLOPS: u64 = 1 << 21;
@@ -43,7 +48,7 @@ struct Grouped {
 /// `strides`, as one dim of their product: the innermost axis's stride, if every axis's stride
 /// is the next one's times its extent (axes of extent 1 do not matter); `Some(0)` for an empty
 /// group.
-fn group_stride(strides: &[i64], dims: &[Dim], axes: &[usize]) -> Option<i64> {
+pub(super) fn group_stride(strides: &[i64], dims: &[Dim], axes: &[usize]) -> Option<i64> {
     let live: Vec<usize> = axes
         .iter()
         .copied()
@@ -132,49 +137,130 @@ impl<'p> Planner<'p> {
         })
     }
 
-    /// Copies `rhs` (over `(b, k, n)`) into panels `nr` columns wide in a new scratch buffer;
-    /// returns the buffer.
+    /// Elements of `rhs` (over `(b, k, n)`) packed into panels `nr` columns wide.
+    fn panel_elements([batch, k, n]: [u64; 3], nr: u64) -> Result<u64, CompileError> {
+        n.div_ceil(nr)
+            .checked_mul(k)
+            .and_then(|v| v.checked_mul(nr))
+            .and_then(|v| v.checked_mul(batch))
+            .ok_or_else(|| CompileError::unsupported("a packed operand overflows u64"))
+    }
+
+    /// `rhs` (over `(b, k, n)`) packed into panels `nr` columns wide: once, at setup, into a
+    /// derived slot when `rhs` is a weight or a constant (shared by every dot packing it the
+    /// same way), else on every run into a new scratch buffer. Returns the buffer.
     fn panels(
+        &mut self,
+        rhs: &Grouped,
+        dtype: DType,
+        shape: [u64; 3],
+        nr: u64,
+    ) -> Result<BufId, CompileError> {
+        let elements = Self::panel_elements(shape, nr)?;
+        let source = match self.bufs.get(rhs.buf as usize).map(|b| &b.home) {
+            Some(Home::Slot(slot)) => match self.plan.slot(*slot).map(|s| &s.role) {
+                Some(SlotRole::Weight(name)) => Some(DerivedSource::Weight(name.clone())),
+                Some(SlotRole::Constant { .. }) => Some(DerivedSource::Constant(*slot)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(source) = source else {
+            let buf = self.add_buffer(Buffer {
+                dtype,
+                elements,
+                home: Home::Scratch,
+            })?;
+            self.pack(rhs, dtype, shape, nr, buf)?;
+            return Ok(buf);
+        };
+        let [batch, k, n] = shape;
+        let [sb, sk, sn] = [0, 1, 2].map(|d| rhs.map.strides.get(d).copied().unwrap_or(0));
+        // Everything that decides the bytes: equal layouts of one source are equal bytes.
+        let layout = format!(
+            "{dtype} panels {nr} wide of [batch {batch}, k {k}, n {n}] read at {} strides \
+             [{sb}, {sk}, {sn}]",
+            rhs.map.offset
+        );
+        if let Some(&buf) = self.derived.get(&(rhs.buf, layout.clone())) {
+            return Ok(buf);
+        }
+        let bytes = elements
+            .checked_mul(dtype.size_bytes())
+            .ok_or_else(|| CompileError::unsupported("a packed operand overflows u64"))?;
+        let slot = self
+            .plan
+            .add(Slot {
+                role: SlotRole::Derived {
+                    source,
+                    layout: layout.clone(),
+                },
+                byte_size: bytes,
+                alignment: buffers::SCRATCH_ALIGNMENT,
+                ty: None,
+            })
+            .ok_or_else(|| CompileError::unsupported("too many slots"))?;
+        let buf = self.add_buffer(Buffer {
+            dtype,
+            elements,
+            home: Home::Slot(slot),
+        })?;
+        self.in_setup = true;
+        let packed = self.pack(rhs, dtype, shape, nr, buf);
+        self.in_setup = false;
+        packed?;
+        self.derived.insert((rhs.buf, layout), buf);
+        Ok(buf)
+    }
+
+    /// Commands copying `rhs` (over `(b, k, n)`) into panels `nr` columns wide in `buf`
+    /// (`[batch][n / nr][k][nr]`, zero past `n`).
+    fn pack(
         &mut self,
         rhs: &Grouped,
         dtype: DType,
         [batch, k, n]: [u64; 3],
         nr: u64,
-    ) -> Result<BufId, CompileError> {
+        buf: BufId,
+    ) -> Result<(), CompileError> {
         let overflow = || CompileError::unsupported("a packed operand overflows u64");
-        let panels = n.div_ceil(nr);
-        let per_batch = panels
-            .checked_mul(k)
-            .and_then(|v| v.checked_mul(nr))
-            .ok_or_else(overflow)?;
-        let buf = self.add_buffer(Buffer {
-            dtype,
-            elements: per_batch.checked_mul(batch).ok_or_else(overflow)?,
-            home: Home::Scratch,
-        })?;
+        let per_batch = Self::panel_elements([1, k, n], nr)?;
         let full = n / nr;
         let to_i64 = |v: u64| i64::try_from(v).map_err(|_| overflow());
         let [sb, sk, sn] = [0, 1, 2].map(|d| rhs.map.strides.get(d).copied().unwrap_or(0));
         if n % nr != 0 {
             // Zeros past the last column, so microkernels may compute whole panels.
-            self.commands.push(Pending::Fill {
+            self.push(Pending::Fill {
                 buf,
                 pattern: 0,
                 width: 4,
-            });
+            })?;
         }
         let (pb, pk, nr_i) = (to_i64(per_batch)?, to_i64(k * nr)?, to_i64(nr)?);
         if full > 0 {
-            let load = IndexMap::new(rhs.map.offset, &[sb, sn * nr_i, sk, sn]);
+            // Walk B's rows in order when its columns are contiguous (one pass over each row,
+            // scattering its panels' pieces), else panel by panel.
+            let (dims, load, store) = if sn == 1 {
+                (
+                    [batch, k, full, nr],
+                    [sb, sk, sn * nr_i, sn],
+                    [pb, nr_i, pk, 1],
+                )
+            } else {
+                (
+                    [batch, full, k, nr],
+                    [sb, sn * nr_i, sk, sn],
+                    [pb, pk, nr_i, 1],
+                )
+            };
             let root = self.exprs.push(
                 ExprKind::Load {
                     binding: rhs.buf,
-                    map: load,
+                    map: IndexMap::new(rhs.map.offset, &load),
                 },
                 dtype,
             )?;
-            let store = IndexMap::new(0, &[pb, pk, nr_i, 1]);
-            self.kernel(&[batch, full, k, nr], 4, root, None, buf, store)?;
+            self.kernel(&dims, 4, root, None, buf, IndexMap::new(0, &store))?;
         }
         if n % nr != 0 {
             let first = to_i64(full * nr)?;
@@ -189,7 +275,7 @@ impl<'p> Planner<'p> {
             let store = IndexMap::new(to_i64(full)? * pk, &[pb, nr_i, 1]);
             self.kernel(&[batch, k, n % nr], 3, root, None, buf, store)?;
         }
-        Ok(buf)
+        Ok(())
     }
 
     /// `dot` of f32 or f64 operands as a contraction kernel; returns the result's view.
@@ -230,7 +316,16 @@ impl<'p> Planner<'p> {
             .saturating_mul(k)
             .saturating_mul(n)
             .saturating_mul(size);
-        let in_place = unit && n % nr == 0 && (bytes <= 64 << 10 || m <= 2 * mr);
+        // A weight or constant is packed once, at setup, so it is worth packing whenever it
+        // is not small.
+        let prepackable = self.bufs.get(b.buf as usize).is_some_and(|x| {
+            matches!(x.home, Home::Slot(s) if matches!(
+                self.plan.slot(s).map(|s| &s.role),
+                Some(SlotRole::Weight(_) | SlotRole::Constant { .. })
+            ))
+        });
+        let small = bytes <= 64 << 10;
+        let in_place = unit && n % nr == 0 && (small || (m <= 2 * mr && !prepackable));
         let (rhs_buf, rhs_op) = if in_place {
             (b.buf, None)
         } else {
@@ -249,7 +344,6 @@ impl<'p> Planner<'p> {
         }
         let binding_of = |buf: BufId| reads.iter().position(|&r| r == buf).unwrap_or(0) as u32;
         let mut bindings: Vec<KernelBinding> = Vec::new();
-        let mut uses = Vec::new();
         for &buf in &reads {
             let info = self.buffer(buf)?;
             bindings.push(KernelBinding {
@@ -257,7 +351,6 @@ impl<'p> Planner<'p> {
                 elements: info.elements,
                 access: Access::Read,
             });
-            uses.push((buf, Access::Read));
         }
         let out = self.buffer(dst)?;
         bindings.push(KernelBinding {
@@ -265,7 +358,6 @@ impl<'p> Planner<'p> {
             elements: out.elements,
             access: Access::Write,
         });
-        uses.push((dst, Access::Write));
         let to_i64 = |v: u64| {
             i64::try_from(v).map_err(|_| CompileError::unsupported("a dot's extent exceeds i64"))
         };
@@ -278,10 +370,8 @@ impl<'p> Planner<'p> {
             },
             None => Operand::strided(binding_of(b.buf), b.map),
         };
-        let number = u32::try_from(self.kernels.len())
-            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
         let kernel = ContractionKernel {
-            name: format!("k{number}"),
+            name: String::new(),
             batch,
             m,
             n,
@@ -301,19 +391,34 @@ impl<'p> Planner<'p> {
             bindings,
             tile_m,
             tile_n,
+            tile_k: self.tile_k(dtype, k, (mr, nr)),
         };
         if batch * m * n > 0 {
-            kernel.validate()?;
-            let workgroups = u32::try_from(kernel.workgroups())
-                .map_err(|_| CompileError::unsupported("too many tiles"))?;
-            self.kernels.push(Kernel::Contraction(kernel));
-            self.commands.push(Pending::Dispatch {
-                kernel: number,
-                bindings: uses,
-                workgroups,
+            // Emitted when something reads the result: it may fuse as the epilogue.
+            self.waiting.push(Waiting {
+                kernel,
+                reads,
+                dst,
+                value: v,
+                dims: ty.dims.to_vec(),
+                groups: (lb.len(), lf.len()),
             });
         }
         self.view_of(dst, &Type::new(dtype, &ty.dims))
+    }
+
+    /// The k block of a contraction: long enough to amortise reloading the accumulators, short
+    /// enough that what one microkernel call touches — its block of A (`mr × tile_k`, reused
+    /// by the next column panel) and of B (`tile_k × nr`, streamed) — takes half the L1 cache,
+    /// so streaming B does not evict A; `k` itself when that fits, else `k` split into equal
+    /// blocks (multiples of 8).
+    fn tile_k(&self, dtype: DType, k: u64, (mr, nr): (u64, u64)) -> u64 {
+        let fit = (self.options.caches.l1d / 2 / ((mr + nr).max(1) * dtype.size_bytes())).max(64);
+        if k <= fit {
+            return k.max(1);
+        }
+        let blocks = k.div_ceil(fit);
+        k.div_ceil(blocks).next_multiple_of(8)
     }
 
     /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile (see the

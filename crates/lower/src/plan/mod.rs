@@ -48,9 +48,12 @@ mod buffers;
 mod coalesce;
 mod contract;
 mod expr;
+mod fuse;
 mod ops;
 mod tiles;
 mod views;
+
+use std::collections::HashMap;
 
 use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
 use accy_ir::{DType, Dims, ParamKind, Program, ReduceOp, Type, ValueId};
@@ -73,6 +76,9 @@ pub struct LoweredProgram {
     pub plan: ArtifactPlan,
     /// The payloads of the constant slots.
     pub constants: Vec<u8>,
+    /// The commands that compute the derived slots (packed weights and constants), run once
+    /// before any run; see `accy_artifact::Artifact::setup`.
+    pub setup: Vec<Command>,
     /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
     /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
     pub commands: Vec<Command>,
@@ -156,7 +162,15 @@ struct Planner<'p> {
     plan: ArtifactPlan,
     constants: Vec<u8>,
     commands: Vec<Pending>,
+    /// Commands computing derived slots, run once before any run (see `contract`).
+    setup: Vec<Pending>,
+    /// While true, [`Planner::push`] appends to `setup` instead of `commands`.
+    in_setup: bool,
+    /// The derived buffer of each `(source buffer, layout)` made so far.
+    derived: HashMap<(BufId, String), BufId>,
     kernels: Vec<Kernel>,
+    /// Contractions planned but not emitted yet (see `fuse`).
+    waiting: Vec<fuse::Waiting>,
 }
 
 impl<'p> Planner<'p> {
@@ -173,7 +187,11 @@ impl<'p> Planner<'p> {
             plan: ArtifactPlan::default(),
             constants: Vec::new(),
             commands: Vec::new(),
+            setup: Vec::new(),
+            in_setup: false,
+            derived: HashMap::new(),
             kernels: Vec::new(),
+            waiting: Vec::new(),
         };
         for inst in &program.instructions {
             let mut operands = inst.op.operands();
@@ -267,6 +285,31 @@ impl<'p> Planner<'p> {
             .ok_or_else(|| CompileError::internal(format!("buffer {buf} does not exist")))
     }
 
+    /// The bindings of a kernel reading `reads` and writing `dst` (in that order), and the
+    /// buffer uses of its dispatch.
+    #[allow(clippy::type_complexity, reason = "the two halves of one dispatch")]
+    fn bindings_of(
+        &self,
+        reads: &[BufId],
+        dst: BufId,
+    ) -> Result<(Vec<KernelBinding>, Vec<(BufId, Access)>), CompileError> {
+        let mut bindings = Vec::with_capacity(reads.len() + 1);
+        let mut uses = Vec::with_capacity(reads.len() + 1);
+        for &buf in reads {
+            let b = self.buffer(buf)?;
+            bindings.push(expr::read_binding(b.dtype, b.elements));
+            uses.push((buf, Access::Read));
+        }
+        let out = self.buffer(dst)?;
+        bindings.push(KernelBinding {
+            dtype: out.dtype,
+            elements: out.elements,
+            access: Access::Write,
+        });
+        uses.push((dst, Access::Write));
+        Ok((bindings, uses))
+    }
+
     /// The expression reading `buf` as a dense row-major tensor of `ty`; a constant when the
     /// tensor has no elements (nothing can read it).
     fn view_of(&mut self, buf: BufId, ty: &Type) -> Result<ExprId, CompileError> {
@@ -358,12 +401,11 @@ impl<'p> Planner<'p> {
         let expr = self.exprs.get(root)?;
         if let ExprKind::Const { bits } = expr.kind {
             if let Some((pattern, width)) = ops::fill_pattern(expr.dtype, bits) {
-                self.commands.push(Pending::Fill {
+                return self.push(Pending::Fill {
                     buf: dst,
                     pattern,
                     width,
                 });
-                return Ok(());
             }
         }
         let map = views::row_major(dims, 0)?;
@@ -390,6 +432,9 @@ impl<'p> Planner<'p> {
             return Ok(());
         }
         let body = self.exprs.body(root)?;
+        if reduction.is_none() && self.try_fuse(dims, &body, dst, &store_map)? {
+            return Ok(());
+        }
         if body.reads.contains(&dst) {
             return Err(CompileError::internal(format!(
                 "a kernel reads the buffer {dst} it writes"
@@ -402,24 +447,9 @@ impl<'p> Planner<'p> {
                 accy_artifact::abi::MAX_BINDINGS - 1
             )));
         }
-        let mut bindings = Vec::with_capacity(body.reads.len() + 1);
-        let mut uses = Vec::with_capacity(body.reads.len() + 1);
-        for &buf in &body.reads {
-            let b = self.buffer(buf)?;
-            bindings.push(expr::read_binding(b.dtype, b.elements));
-            uses.push((buf, Access::Read));
-        }
-        let out = self.buffer(dst)?;
-        bindings.push(KernelBinding {
-            dtype: out.dtype,
-            elements: out.elements,
-            access: Access::Write,
-        });
-        uses.push((dst, Access::Write));
-        let number = u32::try_from(self.kernels.len())
-            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        let (bindings, uses) = self.bindings_of(&body.reads, dst)?;
         let mut kernel = LoopKernel {
-            name: format!("k{number}"),
+            name: String::new(),
             dims: Dims::from_slice(dims),
             parallel_rank: u32::try_from(parallel)
                 .map_err(|_| CompileError::internal("parallel rank overflows"))?,
@@ -436,13 +466,20 @@ impl<'p> Planner<'p> {
         coalesce::coalesce(&mut kernel);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
+        // Waiting contractions this kernel reads are emitted first.
+        let reads: Vec<BufId> = uses.iter().map(|&(b, _)| b).collect();
+        while let Some(i) = self.waiting.iter().position(|w| reads.contains(&w.dst)) {
+            self.flush(i)?;
+        }
+        let number = u32::try_from(self.kernels.len())
+            .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
+        kernel.name = format!("k{number}");
         self.kernels.push(Kernel::Loop(kernel));
-        self.commands.push(Pending::Dispatch {
+        self.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
             workgroups,
-        });
-        Ok(())
+        })
     }
 
     /// Stores every output's value into its slot, unless planning already did.
@@ -469,12 +506,12 @@ impl<'p> Planner<'p> {
                     let offset = u64::try_from(map.offset)
                         .map_err(|_| CompileError::internal("negative view offset"))?;
                     let size = ty.dtype.size_bytes();
-                    self.commands.push(Pending::Copy {
+                    self.push(Pending::Copy {
                         src: *buf,
                         src_offset: offset.saturating_mul(size),
                         dst,
                         len: elements(ty)?.saturating_mul(size),
-                    });
+                    })?;
                     continue;
                 }
             }
@@ -483,7 +520,8 @@ impl<'p> Planner<'p> {
         Ok(())
     }
 
-    fn finish(self) -> Result<LoweredProgram, CompileError> {
+    fn finish(mut self) -> Result<LoweredProgram, CompileError> {
+        self.flush_all()?;
         buffers::assign(self)
     }
 }

@@ -1,0 +1,219 @@
+//! Loading models of every kind the commands accept: accy programs (text or wire) and ONNX
+//! models (`*.onnx`, imported with `--shape` for symbolic dims), with weights from the ONNX
+//! initializers or a `.safetensors` file; and `accy import`, which writes an ONNX model as a
+//! text program plus a `.safetensors` file of its weights.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use accy_cli::weights_file;
+use accy_ir::{text, ParamKind, Program, Tensor};
+use accy_onnx::{ErrorKind, ImportError, ImportOptions};
+
+use super::values::Source;
+use super::{Buffer, Failure};
+
+/// Options about the model file shared by `run`, `bench`, `inspect` and `import`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ModelArgs {
+    /// For ONNX models: the shape of an input whose dims are symbolic or unknown, as
+    /// `NAME=1x128` (dims joined by `x`; `NAME=` for a scalar). May be repeated.
+    #[arg(long = "shape", value_name = "INPUT=DIMS")]
+    pub shapes: Vec<String>,
+    /// Read every weight of the program from this `.safetensors` file (as `accy import`
+    /// writes). A `--weight` given too takes precedence for its weight.
+    #[arg(long = "weights", value_name = "FILE.safetensors")]
+    pub weights_file: Option<PathBuf>,
+}
+
+/// A program with the weight values that came with it.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The verified program.
+    pub program: Program,
+    /// Values for weights, by name (from the ONNX initializers or `--weights`).
+    pub weights: Vec<(String, Tensor)>,
+    /// Where the weights came from, for the run report.
+    pub weights_from: String,
+}
+
+/// True for a path ending in `.onnx` (any case).
+pub fn is_onnx(file: &Path) -> bool {
+    file.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// `NAME=1x128` (or `NAME=` for a scalar) as (name, dims).
+fn parse_shape(arg: &str) -> Result<(String, Vec<u64>), Failure> {
+    let bad = || {
+        Failure::Usage(format!(
+            "--shape {arg}: expected INPUT=DIMS, e.g. input_ids=1x128"
+        ))
+    };
+    let (name, dims) = arg.split_once('=').ok_or_else(bad)?;
+    if name.is_empty() {
+        return Err(bad());
+    }
+    let dims = if dims.is_empty() {
+        Vec::new()
+    } else {
+        dims.split(['x', ','])
+            .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?
+    };
+    Ok((name.to_owned(), dims))
+}
+
+/// The failure (and exit code) an import error maps to: a shape the user must give is a usage
+/// error (2), unreadable external data an I/O error (3), everything else an invalid or
+/// unsupported model (1).
+fn import_failure(file: &Path, e: ImportError) -> Failure {
+    let message = format!("{}: {e}", file.display());
+    match e.kind {
+        ErrorKind::Shape => Failure::Usage(message),
+        ErrorKind::Io => Failure::Io(message),
+        _ => Failure::Invalid(message),
+    }
+}
+
+/// Loads `file`: an ONNX model when it ends in `.onnx`, otherwise an accy program; then the
+/// weights of `--weights` when given.
+pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
+    let mut loaded = if is_onnx(file) {
+        let mut options = ImportOptions::default();
+        for arg in &args.shapes {
+            let (name, dims) = parse_shape(arg)?;
+            if options.shapes.insert(name.clone(), dims).is_some() {
+                return Err(Failure::Usage(format!("--shape {name} is given twice")));
+            }
+        }
+        let model = accy_onnx::import_file(file, &options).map_err(|e| import_failure(file, e))?;
+        Loaded {
+            program: model.program,
+            weights: model.weights,
+            weights_from: file.display().to_string(),
+        }
+    } else {
+        if !args.shapes.is_empty() {
+            return Err(Failure::Usage(
+                "--shape applies to ONNX models (*.onnx); accy programs declare their shapes"
+                    .into(),
+            ));
+        }
+        Loaded {
+            program: super::load(file)?,
+            weights: Vec::new(),
+            weights_from: String::new(),
+        }
+    };
+    if let Some(path) = &args.weights_file {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Failure::Io(format!("reading {}: {e}", path.display())))?;
+        let weights = weights_file::read(&bytes)
+            .map_err(|e| Failure::Io(format!("reading {}: {e}", path.display())))?;
+        let names: BTreeMap<&str, &accy_ir::Type> = loaded
+            .program
+            .weights()
+            .map(|(_, p)| (p.name.as_str(), &p.ty))
+            .collect();
+        for (name, t) in &weights {
+            match names.get(name.as_str()) {
+                None => {
+                    return Err(Failure::Usage(format!(
+                        "{}: the program has no weight named {name:?}",
+                        path.display()
+                    )))
+                }
+                Some(&ty) if *ty != t.ty() => {
+                    return Err(Failure::Usage(format!(
+                        "{}: {name:?} is {} but the program's weight is {ty}",
+                        path.display(),
+                        t.ty()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        loaded.weights = weights;
+        loaded.weights_from = path.display().to_string();
+    }
+    Ok(loaded)
+}
+
+/// Puts the loaded weights into `values` for every weight not given on the command line.
+pub fn apply_weights(loaded: &Loaded, values: &mut [Buffer], sources: &mut [Source]) {
+    for (i, p) in loaded.program.params.iter().enumerate() {
+        if p.kind != ParamKind::Weight || !matches!(sources[i], Source::Random) {
+            continue;
+        }
+        if let Some((_, t)) = loaded.weights.iter().find(|(n, _)| *n == p.name) {
+            // `load_model` checked each weight's type against the program's.
+            let bytes = t.data().to_le_bytes();
+            if values[i].bytes().len() == bytes.len() {
+                values[i].bytes_mut().copy_from_slice(&bytes);
+                sources[i] = Source::Model;
+            }
+        }
+    }
+}
+
+/// `accy import`: writes the program of the ONNX model `file` as text to `output` and its
+/// weights to the `.safetensors` file beside it (same stem).
+pub fn import(
+    file: &Path,
+    output: &Path,
+    args: &ModelArgs,
+    out: &mut super::Out,
+) -> Result<(), Failure> {
+    if !is_onnx(file) {
+        return Err(Failure::Usage(format!(
+            "{}: `accy import` reads ONNX models (*.onnx)",
+            file.display()
+        )));
+    }
+    let loaded = load_model(file, args)?;
+    let weights_path = output.with_extension("safetensors");
+    if weights_path == output {
+        return Err(Failure::Usage(format!(
+            "-o {}: the program and its weights need different file names",
+            output.display()
+        )));
+    }
+    let text = text::print(&loaded.program);
+    let bytes = weights_file::write(&loaded.weights).map_err(Failure::Runtime)?;
+    std::fs::write(output, text)
+        .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))?;
+    std::fs::write(&weights_path, bytes)
+        .map_err(|e| Failure::Io(format!("writing {}: {e}", weights_path.display())))?;
+    let p = &loaded.program;
+    writeln!(
+        out,
+        "{}: {} inputs, {} weights, {} instructions, {} outputs",
+        file.display(),
+        p.inputs().count(),
+        p.weights().count(),
+        p.instructions.len(),
+        p.outputs.len()
+    )?;
+    writeln!(
+        out,
+        "wrote {} and {}",
+        output.display(),
+        weights_path.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse() {
+        assert_eq!(parse_shape("x=1x128").unwrap(), ("x".into(), vec![1, 128]));
+        assert_eq!(parse_shape("x=2,3").unwrap(), ("x".into(), vec![2, 3]));
+        assert_eq!(parse_shape("s=").unwrap(), ("s".into(), vec![]));
+        assert!(parse_shape("x").is_err());
+        assert!(parse_shape("=1").is_err());
+        assert!(parse_shape("x=1xq").is_err());
+    }
+}
