@@ -62,23 +62,23 @@ pub(super) fn block_transposes(k: &mut LoopKernel) {
         .get(k.result as usize)
         .map_or(4, |n| n.dtype.size_bytes().max(1));
     let line = (LINE / size).max(1);
-    let fits = |n: u64, b: u64| n % b == 0 && n >= 2 * b;
+    let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
     if !fits(k.dims[d], line) || !fits(k.dims[last], ROWS) {
         return;
     }
     let (bd, bl) = (line as i64, ROWS as i64);
     let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
-        let mut out: SmallVec<[i64; 8]> = (0..last)
-            .filter(|&i| i != d)
-            .map(|i| strides[i])
-            .collect();
-        out.extend([strides[d] * bd, strides[last] * bl, strides[d], strides[last]]);
+        let mut out: SmallVec<[i64; 8]> =
+            (0..last).filter(|&i| i != d).map(|i| strides[i]).collect();
+        out.extend([
+            strides[d] * bd,
+            strides[last] * bl,
+            strides[d],
+            strides[last],
+        ]);
         out
     };
-    let mut dims: SmallVec<[u64; 8]> = (0..last)
-        .filter(|&i| i != d)
-        .map(|i| k.dims[i])
-        .collect();
+    let mut dims: SmallVec<[u64; 8]> = (0..last).filter(|&i| i != d).map(|i| k.dims[i]).collect();
     dims.extend([k.dims[d] / line, k.dims[last] / ROWS, line, ROWS]);
     for n in &mut k.nodes {
         if let Node::Load { map, .. } = &mut n.node {

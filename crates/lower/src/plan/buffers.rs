@@ -52,6 +52,7 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
         commands,
         setup,
         kernels,
+        sources,
         ..
     } = p;
     let life = lifetimes(&commands);
@@ -165,5 +166,6 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
         plan,
         constants,
         kernels,
+        sources,
     })
 }

@@ -44,6 +44,11 @@ pub(crate) struct Expr {
 #[derive(Debug, Default)]
 pub(crate) struct Exprs {
     nodes: Vec<Expr>,
+    /// The IR instruction (by index) whose planning created each node, if any: what a kernel
+    /// computing the node fuses (`accy inspect` shows it).
+    origin: Vec<Option<u32>>,
+    /// The instruction being planned; nodes pushed now are attributed to it.
+    pub(crate) current: Option<u32>,
 }
 
 /// What a kernel body built from an expression needs: its nodes, and the buffers it reads.
@@ -55,6 +60,8 @@ pub(crate) struct Body {
     pub(crate) result: NodeId,
     /// The buffers read, by binding number.
     pub(crate) reads: Vec<BufId>,
+    /// The IR instructions (by index, ascending) whose work the body does.
+    pub(crate) sources: Vec<u32>,
 }
 
 impl Exprs {
@@ -63,6 +70,20 @@ impl Exprs {
         let id = ExprId::try_from(self.nodes.len())
             .map_err(|_| CompileError::unsupported("more than 2^32 expression nodes"))?;
         self.nodes.push(Expr { kind, dtype });
+        self.origin.push(self.current);
+        Ok(id)
+    }
+
+    /// [`Exprs::push`] of a node no instruction computes: a view of a value already in memory.
+    pub(crate) fn push_view(
+        &mut self,
+        kind: ExprKind,
+        dtype: DType,
+    ) -> Result<ExprId, CompileError> {
+        let id = self.push(kind, dtype)?;
+        if let Some(o) = self.origin.last_mut() {
+            *o = None;
+        }
         Ok(id)
     }
 
@@ -142,14 +163,24 @@ impl Exprs {
                 })
             };
             let mut kind = e.kind.map_operands(m)?;
+            // A remapped node does its original instruction's work; a view remapped is the
+            // movement op's (the instruction being planned).
+            let mut origin = self.origin.get(id as usize).copied().flatten();
             match &mut kind {
-                Node::Load { map, .. } | Node::Gather { map, .. } => *map = pm.compose(map)?,
+                Node::Load { map, .. } | Node::Gather { map, .. } => {
+                    *map = pm.compose(map)?;
+                    origin = origin.or(self.current);
+                }
                 Node::Index { dim, scale, offset } => {
                     (*dim, *scale, *offset) = pm.compose_index(*dim, *scale, *offset)?;
+                    origin = origin.or(self.current);
                 }
                 _ => {}
             }
             let new = self.push(kind, e.dtype)?;
+            if let Some(o) = self.origin.last_mut() {
+                *o = origin;
+            }
             memo.insert(id, new);
         }
         memo.get(&root)
@@ -164,7 +195,11 @@ impl Exprs {
         let mut ids: HashMap<ExprId, NodeId> = HashMap::new();
         let mut reads: Vec<BufId> = Vec::new();
         let mut nodes: Vec<KernelNode> = Vec::new();
+        let mut sources: Vec<u32> = Vec::new();
         for id in self.reachable(root)? {
+            if let Some(&Some(o)) = self.origin.get(id as usize) {
+                sources.push(o);
+            }
             let e = self.get(id)?;
             let n = |x: ExprId| {
                 ids.get(&x).copied().ok_or_else(|| {
@@ -197,10 +232,13 @@ impl Exprs {
             .get(&root)
             .copied()
             .ok_or_else(|| CompileError::internal("kernel root missing"))?;
+        sources.sort_unstable();
+        sources.dedup();
         Ok(Body {
             nodes,
             result,
             reads,
+            sources,
         })
     }
 }

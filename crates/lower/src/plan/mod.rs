@@ -80,6 +80,9 @@ pub struct LoweredProgram {
     /// The commands that compute the derived slots (packed weights and constants), run once
     /// before any run; see `accy_artifact::Artifact::setup`.
     pub setup: Vec<Command>,
+    /// For each kernel, the IR instructions (by index, ascending) whose work it does: what it
+    /// fused.
+    pub sources: Vec<Vec<u32>>,
     /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
     /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
     pub commands: Vec<Command>,
@@ -170,6 +173,8 @@ struct Planner<'p> {
     /// The derived buffer of each `(source buffer, layout)` made so far.
     derived: HashMap<(BufId, String), BufId>,
     kernels: Vec<Kernel>,
+    /// `LoweredProgram::sources` so far.
+    sources: Vec<Vec<u32>>,
     /// Contractions planned but not emitted yet (see `fuse`).
     waiting: Vec<fuse::Waiting>,
 }
@@ -192,6 +197,7 @@ impl<'p> Planner<'p> {
             in_setup: false,
             derived: HashMap::new(),
             kernels: Vec::new(),
+            sources: Vec::new(),
             waiting: Vec::new(),
         };
         for inst in &program.instructions {
@@ -319,7 +325,7 @@ impl<'p> Planner<'p> {
         }
         let map = views::row_major(&ty.dims, 0)?;
         self.exprs
-            .push(ExprKind::Load { binding: buf, map }, ty.dtype)
+            .push_view(ExprKind::Load { binding: buf, map }, ty.dtype)
     }
 
     /// The buffer value `v` is materialized into: the first output slot returning `v` that
@@ -352,6 +358,7 @@ impl<'p> Planner<'p> {
             .get(k)
             .ok_or_else(|| CompileError::internal(format!("instruction {k} does not exist")))?;
         let v = program.instruction_value(k);
+        self.exprs.current = u32::try_from(k).ok();
         let e = if elements(&inst.ty)? == 0 {
             self.exprs
                 .push(ExprKind::Const { bits: 0 }, inst.ty.dtype)?
@@ -367,6 +374,7 @@ impl<'p> Planner<'p> {
         if !is_view && uses > 0 && (shared || unfused || large) {
             self.materialize(v)?;
         }
+        self.exprs.current = None;
         Ok(())
     }
 
@@ -477,6 +485,7 @@ impl<'p> Planner<'p> {
             .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
         kernel.name = format!("k{number}");
         self.kernels.push(Kernel::Loop(kernel));
+        self.sources.push(body.sources);
         self.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
