@@ -21,6 +21,10 @@ use super::views::PointMap;
 use crate::error::CompileError;
 use crate::kernel::{KernelBinding, KernelNode, Node, NodeId};
 
+/// The most nodes an expression shared by several consumers may have and still be recomputed
+/// by each ([`Exprs::is_recomputable`]).
+pub(crate) const RECOMPUTE_NODES: usize = 8;
+
 /// Index of an expression node in [`Exprs`].
 pub(crate) type ExprId = u32;
 
@@ -135,6 +139,45 @@ impl Exprs {
             }
         }
         Ok(true)
+    }
+
+    /// True when recomputing `root` in each consumer costs less than storing it and reading it
+    /// back: at most [`RECOMPUTE_NODES`] nodes of plain arithmetic (no gather, no function an
+    /// emitter may call out for, no remainder or power) over at most two buffers. A memory-bound
+    /// chain then reads its inputs once more instead of writing and rereading a temporary the
+    /// size of its space (layer norm's `x - mean`, shared by the variance and the result).
+    pub(crate) fn is_recomputable(&self, root: ExprId) -> Result<bool, CompileError> {
+        use accy_ir::{BinaryOp, UnaryOp};
+        let nodes = self.reachable(root)?;
+        if nodes.len() > RECOMPUTE_NODES {
+            return Ok(false);
+        }
+        let mut buffers: Vec<BufId> = Vec::new();
+        for id in nodes {
+            match &self.get(id)?.kind {
+                Node::Load { binding, .. } => {
+                    if !buffers.contains(binding) {
+                        buffers.push(*binding);
+                    }
+                }
+                Node::Gather { .. } => return Ok(false),
+                Node::Unary { op, .. } => {
+                    if !matches!(
+                        op,
+                        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt
+                    ) {
+                        return Ok(false);
+                    }
+                }
+                Node::Binary { op, .. } => {
+                    if matches!(op, BinaryOp::Rem | BinaryOp::Pow) {
+                        return Ok(false);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(buffers.len() <= 2)
     }
 
     /// True when `root`'s value is the same at every point (no load, gather or iota in it).

@@ -20,8 +20,10 @@
 //!   reshape does more than insert or remove dims of 1) materializes its operand first, and
 //!   `gather` materializes the tensor it reads;
 //! - a fusible expression with more than one consumer (counting distinct consuming
-//!   instructions and outputs) is materialized once, unless it is cheap to recompute (reads no
-//!   memory and has at most four nodes); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//!   instructions and outputs) is materialized once, unless it is cheap to recompute: it reads
+//!   no memory and has at most four nodes, or it is a short chain of plain arithmetic over at
+//!   most two buffers, which costs less to recompute than to store and reread
+//!   (`Exprs::is_recomputable`); so is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -368,7 +370,11 @@ impl<'p> Planner<'p> {
         self.set_val(v, e)?;
         let is_view = matches!(self.exprs.get(e)?.kind, ExprKind::Load { .. });
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
-        let shared = uses > 1 && !self.exprs.is_cheap(e)?;
+        // An output is stored anyway, so its other consumers read it rather than recompute it.
+        let output = program.outputs.iter().any(|o| o.value == v);
+        let shared = uses > 1
+            && !self.exprs.is_cheap(e)?
+            && (output || !self.exprs.is_recomputable(e)?);
         let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {
