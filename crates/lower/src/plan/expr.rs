@@ -155,25 +155,22 @@ impl Exprs {
         let mut buffers: Vec<BufId> = Vec::new();
         for id in nodes {
             match &self.get(id)?.kind {
-                Node::Load { binding, .. } => {
-                    if !buffers.contains(binding) {
-                        buffers.push(*binding);
-                    }
+                Node::Load { binding, .. } if !buffers.contains(binding) => {
+                    buffers.push(*binding);
                 }
                 Node::Gather { .. } => return Ok(false),
-                Node::Unary { op, .. } => {
+                Node::Unary { op, .. }
                     if !matches!(
                         op,
                         UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt
-                    ) {
-                        return Ok(false);
-                    }
+                    ) =>
+                {
+                    return Ok(false);
                 }
-                Node::Binary { op, .. } => {
-                    if matches!(op, BinaryOp::Rem | BinaryOp::Pow) {
-                        return Ok(false);
-                    }
-                }
+                Node::Binary {
+                    op: BinaryOp::Rem | BinaryOp::Pow,
+                    ..
+                } => return Ok(false),
                 _ => {}
             }
         }

@@ -53,6 +53,7 @@ mod contract;
 mod expr;
 mod fuse;
 mod ops;
+mod rows;
 mod tiles;
 mod views;
 
@@ -100,9 +101,35 @@ pub fn plan(program: &Program) -> Result<LoweredProgram, CompileError> {
 
 /// [`plan`] with explicit [`Options`].
 pub fn plan_with(program: &Program, options: &Options) -> Result<LoweredProgram, CompileError> {
+    plan_program(program, options, true)
+}
+
+/// [`plan_with`] without row-chunked regions: how a region's block is planned.
+fn plan_unchunked(program: &Program, options: &Options) -> Result<LoweredProgram, CompileError> {
+    plan_program(program, options, false)
+}
+
+fn plan_program(
+    program: &Program,
+    options: &Options,
+    chunk: bool,
+) -> Result<LoweredProgram, CompileError> {
     let mut planner = Planner::new(program, options)?;
-    for k in 0..program.instructions.len() {
+    let regions = if chunk && options.fuse {
+        rows::regions(program, options.caches.l2)
+    } else {
+        Vec::new()
+    };
+    let mut k = 0;
+    while k < program.instructions.len() {
+        if let Some(c) = regions.iter().find(|c| c.start == k) {
+            if planner.chunked(c)? {
+                k = c.end;
+                continue;
+            }
+        }
         planner.instruction(k)?;
+        k += 1;
     }
     planner.outputs()?;
     planner.finish()
@@ -150,6 +177,9 @@ enum Pending {
         bindings: Vec<(BufId, Access)>,
         workgroups: u32,
     },
+    /// A command whose regions address buffers, not slots: each region's `slot` holds a
+    /// [`BufId`], its offset and length are within that buffer (a row block's, see `rows`).
+    Placed(Command),
 }
 
 struct Planner<'p> {
@@ -372,9 +402,8 @@ impl<'p> Planner<'p> {
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
         // An output is stored anyway, so its other consumers read it rather than recompute it.
         let output = program.outputs.iter().any(|o| o.value == v);
-        let shared = uses > 1
-            && !self.exprs.is_cheap(e)?
-            && (output || !self.exprs.is_recomputable(e)?);
+        let shared =
+            uses > 1 && !self.exprs.is_cheap(e)? && (output || !self.exprs.is_recomputable(e)?);
         let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {
