@@ -7,7 +7,7 @@
 //!   `RUSTC_BOOTSTRAP=1` (the stable toolchain ships the ASan runtime). The corpus is seeded
 //!   from the checked-in golden files, and a summary line reports executions per second.
 //! - `fuzz list`: the available targets.
-//! - `bench <compile|invoke|parallel|all> [--quick]`: criterion benchmarks, summarised as a
+//! - `bench <compile|invoke|gemm|parallel|memory|all> [--quick]`: criterion benchmarks, summarised as a
 //!   table of medians with ratios to the reference each group measures in the same run; table
 //!   benchmarks (`parallel`) print their own.
 //! - `ulp [--quick] [--threads N] [--samples N] [NAME...]`: the accuracy table of the generated
@@ -40,7 +40,7 @@ usage: cargo xtask <command>
 commands:
   fuzz <target> [--seconds N] [--asan]   run a coverage-guided fuzzer (default 60 s)
   fuzz list                              list fuzz targets
-  bench <compile|invoke|parallel|all> [--quick]
+  bench <compile|invoke|gemm|parallel|memory|all> [--quick]
                                          run benchmarks; print medians and in-run ratios
   test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
                                          then cargo test --workspace --all-features --locked

@@ -114,6 +114,9 @@ pub struct Compilation {
     pub artifact: Artifact,
     /// The kernels, in the artifact's kernel order; each prints itself (`Display`).
     pub kernels: Vec<Kernel>,
+    /// For each kernel, the program's instructions (by index, ascending) whose work it does:
+    /// what the kernel fused.
+    pub sources: Vec<Vec<u32>>,
 }
 
 /// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), in
@@ -142,10 +145,15 @@ pub fn compile_detailed(
     }
     let code = target.emit(&lowered.kernels, &options)?;
     let kernels = lowered.kernels.clone();
+    let sources = lowered.sources.clone();
     let mut artifact = lowered.into_artifact(target.spec(), code)?;
     artifact.blocking = options.caches;
     artifact.validate()?;
-    Ok(Compilation { artifact, kernels })
+    Ok(Compilation {
+        artifact,
+        kernels,
+        sources,
+    })
 }
 
 impl LoweredProgram {

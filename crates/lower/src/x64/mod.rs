@@ -27,6 +27,7 @@ pub(crate) mod evex;
 mod gemm;
 pub(crate) mod kernel;
 pub(crate) mod micro;
+mod pin;
 mod scalar;
 mod vector;
 mod vector_ops;

@@ -279,17 +279,17 @@ impl Emitter<'_> {
         self.emit_bound(d, gpr::RCX);
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
+        self.pin_loop_state(d);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         self.emit_vstore(plan)?;
-        x64!(self.ops; add QWORD [rsp + counter], lanes as i32);
+        self.add_to_slot(counter, lanes);
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
         self.emit_bound(d, gpr::RCX);
-        x64!(self.ops
-            ; mov rax, QWORD [rsp + counter] ; add rax, lanes as i32
-            ; cmp rax, rcx ; jbe =>vtop
-        );
+        self.slot_to_rax(counter);
+        x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+        self.unpin();
         if self.tier == X64Tier::Avx512 {
             let done = self.ops.new_dynamic_label();
             self.emit_masked_tail(d, done, |e| {
@@ -374,7 +374,8 @@ impl Emitter<'_> {
         let src = self.vsrc(plan, self.k.result, 0)?;
         let map = self.lay.store_map;
         let b = self.k.store.binding as i32 * 8;
-        x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+        self.slot_to_rax(map);
+        x64!(self.ops; mov rcx, QWORD [r12 + b]);
         if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);
             self.ops

@@ -81,7 +81,8 @@ impl Emitter<'_> {
             Node::Load { binding, .. } => {
                 let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
                 let b = binding as i32 * 8;
-                x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+                self.slot_to_rax(map);
+                x64!(self.ops; mov rcx, QWORD [r12 + b]);
                 if self.masked {
                     let (lanes, mem) = masked_operand(w);
                     self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
