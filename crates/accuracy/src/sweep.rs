@@ -28,7 +28,7 @@ pub struct Report {
     /// Inputs with a nonzero distance.
     pub inexact: u64,
     /// The arguments of the largest distance, the result and the reference there.
-    pub worst: (f64, f64, f64, f64),
+    pub worst: Point,
     /// Wall time.
     pub time: Duration,
     /// Where it ran (the code generator's name).
@@ -38,8 +38,12 @@ pub struct Report {
     /// For a function whose bound holds only for `|x| ≤ within`: the largest distance beyond
     /// that (where a NaN result counts as `u64::MAX`), with its arguments, result and
     /// reference, and how many inputs lay there.
-    pub beyond: Option<(u64, (f64, f64, f64, f64), u64)>,
+    pub beyond: Option<(u64, Point, u64)>,
 }
+
+/// Where a distance was seen: the two arguments (the second is 0 for a one-operand
+/// function), the result and the reference.
+pub type Point = (f64, f64, f64, f64);
 
 /// Elements per invocation.
 const CHUNK: usize = 1 << 16;

@@ -171,11 +171,6 @@ impl<'a> Builder<'a> {
         self.unary(UnaryOp::Abs, x)
     }
 
-    /// `x` rounded to the nearest integer, ties to even.
-    pub(crate) fn round(&mut self, x: V) -> V {
-        self.unary(UnaryOp::Round, x)
-    }
-
     /// Integer `a & b`.
     pub(crate) fn and(&mut self, a: V, b: V) -> V {
         self.binary(BinaryOp::And, a, b)

@@ -18,7 +18,7 @@ use super::exp::{exp_reaching, Reach};
 
 /// `2/√π` in two parts.
 const C0_32: [f64; 2] = [1.128379225730896, -5.8635382771399236e-08];
-const C0_64: [f64; 2] = [1.1283791670955126, 1.533545961316588e-17];
+const C0_64: [f64; 2] = [std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17];
 /// The rest of `P` for f32: `P(z) = c0 + z Q(z)`.
 const Q32: [f64; 6] = [
     -0.3761262893676758,

@@ -49,9 +49,9 @@ const P64: [f64; 10] = [
 ];
 /// `ln 2` split: the nearest float, then the nearest float to the rest.
 const LN2_32: [f64; 2] = [0.6931471824645996, -1.9046542121259336e-09];
-const LN2_64: [f64; 2] = [0.6931471805599453, 2.3190468138462996e-17];
+const LN2_64: [f64; 2] = [std::f64::consts::LN_2, 2.3190468138462996e-17];
 /// `log2 e` in each format.
-const LOG2E: [f64; 2] = [1.4426950216293335, 1.4426950408889634];
+const LOG2E: [f64; 2] = [1.4426950216293335, std::f64::consts::LOG2_E];
 /// Below this, `e^x` rounds to +0 (and the argument is clamped here).
 const UNDERFLOW: [f64; 2] = [-104.0, -746.0];
 /// The largest x whose correctly rounded `e^x` is finite.

@@ -29,7 +29,7 @@ const U64: [f64; 7] = [
 ];
 /// `ln 2` split: the nearest float, then the nearest float to the rest.
 const LN2_32: [f64; 2] = [0.6931471824645996, -1.9046542121259336e-09];
-const LN2_64: [f64; 2] = [0.6931471805599453, 2.3190468138462996e-17];
+const LN2_64: [f64; 2] = [std::f64::consts::LN_2, 2.3190468138462996e-17];
 
 /// `ln x`: the `log` op.
 pub(super) fn log(b: &mut Builder<'_>, x: V) -> V {

@@ -6,8 +6,8 @@
 //! expanded kernel.
 //!
 //! [`expand`] replaces the `Unary` nodes of `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin` and
-//! `cos` and the float `pow` `Binary` nodes of every kernel (loop bodies and contraction
-//! epilogues) by their expansions. [`crate::compile()`] calls it in default mode
+//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions. `pow`
+//! has no expansion yet: a kernel with a float `pow` still calls the import table per element. [`crate::compile()`] calls it in default mode
 //! ([`crate::Options::reassociate`]) on targets with a fused multiply-add
 //! ([`crate::Target::has_fma`]); exact mode, and the SSE2 tier (scalar code only, no FMA),
 //! keep calling the runtime's import table, which is bit-identical to the reference
@@ -28,7 +28,7 @@ mod trig;
 
 use std::collections::HashMap;
 
-use accy_ir::{BinaryOp, DType, UnaryOp};
+use accy_ir::{DType, UnaryOp};
 
 use crate::kernel::{Kernel, KernelError, KernelNode, Node, NodeId};
 use builder::{Builder, Format, V};
@@ -55,7 +55,6 @@ pub(crate) fn expands(node: &Node, dtype: DType) -> bool {
     let float = matches!(dtype, DType::F32 | DType::F64);
     match node {
         Node::Unary { op, .. } => float && unary_expansion(*op).is_some(),
-        Node::Binary { op, .. } => float && *op == BinaryOp::Pow && false,
         _ => false,
     }
 }

@@ -49,12 +49,12 @@ const PI_2_32: [f64; 3] = [
     -1.7151245100058819e-15,
 ];
 const PI_2_64: [f64; 3] = [
-    1.5707963267948966,
+    std::f64::consts::FRAC_PI_2,
     6.123233995736766e-17,
     -1.4973849048591698e-33,
 ];
 /// `2/π` in each format.
-const TWO_PI: [f64; 2] = [0.6366197466850281, 0.6366197723675814];
+const TWO_PI: [f64; 2] = [0.6366197466850281, std::f64::consts::FRAC_2_PI];
 
 /// `sin x`: the `sin` op.
 pub(super) fn sin(b: &mut Builder<'_>, x: V) -> V {

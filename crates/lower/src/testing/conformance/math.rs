@@ -57,8 +57,8 @@ fn inputs(dtype: DType) -> (u64, Vec<u8>) {
         1e-310,
         2.2250738585072014e-308,
         1.1754944e-38,
-        0.70710677,
-        1.4142135,
+        f64::from(std::f32::consts::FRAC_1_SQRT_2),
+        f64::from(std::f32::consts::SQRT_2),
     ];
     values.extend((-300..300).map(|i| f64::from(i) * 0.3731 + 0.0137));
     values.extend((1..60).map(|i| 1.37f64.powi(i * 4 - 120)));
