@@ -16,7 +16,7 @@ use accy_executable::{CodeMemory, CpuInfo};
 use accy_ir::{Builder, DType, Program, Type};
 use accy_lower::x64::X64Tier;
 use accy_session::{Session, SessionOptions};
-use common::{all_cpus, human, median, pin_to, Prepared};
+use common::{all_cpus, human, median, median_cpu, pin_to, Prepared};
 
 /// `dot` of a[m,k] and b[k,n]; `b` a weight unless `b_input`.
 fn matmul(m: u64, k: u64, n: u64, b_input: bool) -> Program {
@@ -32,6 +32,16 @@ fn matmul(m: u64, k: u64, n: u64, b_input: bool) -> Program {
     b.finish().unwrap()
 }
 
+/// The median time of `f`: the calling thread's CPU time for single-threaded work (the host
+/// is shared, and time spent descheduled is not the code's), else wall time.
+fn timed(threads: usize, budget: Duration, f: impl FnMut()) -> Duration {
+    if threads == 1 {
+        median_cpu(budget, f)
+    } else {
+        median(budget, f)
+    }
+}
+
 /// The FMA peak of one core in GFLOPS, with the host's best FMA tier.
 fn fma_peak(budget: Duration) -> Option<f64> {
     let cpu = CpuInfo::detect().ok()?;
@@ -42,7 +52,7 @@ fn fma_peak(budget: Duration) -> Option<f64> {
     let memory = CodeMemory::from_code(&code).ok()?;
     let entry = memory.entry(0).ok()?;
     let iterations = 2_000_000u64;
-    let t = median(budget, || {
+    let t = median_cpu(budget, || {
         // SAFETY: the code is a complete function of this signature that only touches
         // vector registers, emitted for a tier this CPU has.
         unsafe { entry.call::<extern "C" fn(u64)>((iterations,)) }
@@ -60,7 +70,7 @@ fn gemm_crate(m: usize, k: usize, n: usize, threads: usize, budget: Duration) ->
     } else {
         gemm::Parallelism::None
     };
-    let t = median(budget, || {
+    let t = timed(threads, budget, || {
         // SAFETY: row-major a (m x k), b (k x n), c (m x n) with the strides given; the
         // buffers are exactly that large.
         unsafe {
@@ -95,7 +105,7 @@ fn matrixmultiply_crate(m: usize, k: usize, n: usize, budget: Duration) -> f64 {
     let a = vec![0.5f32; m * k];
     let b = vec![0.25f32; k * n];
     let mut c = vec![0f32; m * n];
-    let t = median(budget, || {
+    let t = median_cpu(budget, || {
         // SAFETY: row-major a (m x k), b (k x n), c (m x n) with the strides given.
         unsafe {
             matrixmultiply::sgemm(
@@ -127,28 +137,20 @@ fn copy_bandwidth(bytes: usize, budget: Duration) -> f64 {
     2.0 * bytes as f64 / t.as_secs_f64() / 1e9
 }
 
-/// Seconds of one accy invocation of (m, k, n) with `threads` threads, and the compile time.
-fn accy(
-    m: u64,
-    k: u64,
-    n: u64,
-    threads: usize,
-    b_input: bool,
-    budget: Duration,
-) -> (f64, Duration) {
-    pin_to(&all_cpus());
-    let session =
-        Session::with_options(SessionOptions::default().with_threads(threads)).expect("session");
-    let program = matmul(m, k, n, b_input);
-    let compile = std::time::Instant::now();
-    let mut p = Prepared::new(&session, &program);
-    let compile = compile.elapsed();
-    if threads == 1 {
-        pin_to(&[0]);
+/// The best (largest) of each measurement over the rounds of one row.
+#[derive(Default)]
+struct Best {
+    peak: f64,
+    accy: f64,
+    gemm: f64,
+    mm: f64,
+    copy: f64,
+}
+
+fn max(a: &mut f64, b: f64) {
+    if b > *a || a.is_nan() {
+        *a = b;
     }
-    let t = median(budget, || p.invoke(&session));
-    pin_to(&all_cpus());
-    (t.as_secs_f64(), compile)
 }
 
 #[allow(
@@ -158,80 +160,114 @@ fn accy(
 )]
 fn main() {
     common::maybe_be_busy_neighbour();
-    let quick = std::env::args().any(|a| a == "--quick");
-    let b_input = std::env::args().any(|a| a == "--input-b");
-    let budget = Duration::from_millis(if quick { 200 } else { 1000 });
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // `--shape M,K,N`: that shape alone (for quick experiments).
+    let only: Option<(u64, u64, u64)> = args
+        .iter()
+        .position(|a| a == "--shape")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| {
+            let v: Vec<u64> = s.split(',').filter_map(|x| x.parse().ok()).collect();
+            (v.len() == 3).then(|| (v[0], v[1], v[2]))
+        });
+    let b_input = args.iter().any(|a| a == "--input-b");
+    let budget = Duration::from_millis(if quick { 100 } else { 300 });
+    let rounds = if quick { 3 } else { 5 };
     let all = all_cpus().len();
-    pin_to(&[0]);
-    let peak = fma_peak(budget).unwrap_or(f64::NAN);
-    pin_to(&all_cpus());
-    let shapes: [(u64, u64, u64); 8] = [
-        (64, 64, 64),
-        (256, 256, 256),
-        (512, 512, 512),
-        (1024, 1024, 1024),
-        (2048, 2048, 2048),
-        (16, 64, 64),
-        (1, 768, 3072),
-        (128, 768, 3072),
-    ];
+    let shapes: Vec<(u64, u64, u64)> = match only {
+        Some(shape) => vec![shape],
+        None => vec![
+            (64, 64, 64),
+            (256, 256, 256),
+            (512, 512, 512),
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (16, 64, 64),
+            (1, 768, 3072),
+            (128, 768, 3072),
+        ],
+    };
     println!(
-        "gemm: f32, B a {}; FMA peak {peak:.1} GFLOPS per core (generated loop); {all} CPUs; \
-         1-thread runs pinned to CPU 0",
+        "gemm: f32 C = A·B, B a {}; {all} CPUs; each cell is the best of {rounds} rounds \
+         (the host is shared: interference only slows a measurement down), each round a median \
+         over ~{} ms; 1-thread runs pinned to CPU 0 and timed by the thread's CPU time, others \
+         by wall time; the FMA peak is a generated FMA loop's, per core, measured in every \
+         round; compile is with the weights already packed, packing the rest of the first \
+         compile",
         if b_input {
             "program input (packed per call)"
         } else {
-            "weight (packed at load)"
-        }
+            "weight (packed once, at load)"
+        },
+        budget.as_millis()
     );
     println!();
     println!(
-        "| (m, k, n) | threads | accy | % of peak | gemm crate | accy / gemm | matrixmultiply | accy / mm | note |"
+        "| (m, k, n) | threads | accy GFLOPS | % of peak | gemm crate | accy / gemm | \
+         matrixmultiply | accy / mm | per call | compile | packing | note |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for &(m, k, n) in &shapes {
         let flops = 2.0 * (m * n * k) as f64;
+        let (mu, ku, nu) = (m as usize, k as usize, n as usize);
         for threads in [1, all] {
             if threads == all && all == 1 {
                 continue;
             }
-            let (t, compile) = accy(m, k, n, threads, b_input, budget);
-            let gflops = flops / t / 1e9;
-            let (mu, ku, nu) = (m as usize, k as usize, n as usize);
-            if threads == 1 {
-                pin_to(&[0]);
-            }
-            let g = gemm_crate(mu, ku, nu, threads, budget);
-            let mm = if threads == 1 {
-                matrixmultiply_crate(mu, ku, nu, budget)
-            } else {
-                f64::NAN
-            };
-            let copy = if m == 1 {
-                copy_bandwidth(4 * ku * nu, budget)
-            } else {
-                f64::NAN
-            };
             pin_to(&all_cpus());
-            let mut note = format!(
-                "{} per call, compile {}",
-                human(Duration::from_secs_f64(t)),
-                human(compile)
-            );
-            if m == 1 {
-                let b_bytes = 4.0 * (k * n) as f64;
-                note.push_str(&format!(
-                    "; reads B at {:.1} GB/s = {:.0}% of a copy ({copy:.1} GB/s)",
-                    b_bytes / t / 1e9,
-                    100.0 * b_bytes / t / 1e9 / copy
-                ));
+            let session = Session::with_options(SessionOptions::default().with_threads(threads))
+                .expect("session");
+            let mut p = Prepared::new(&session, &matmul(m, k, n, b_input));
+            let mut best = Best::default();
+            for _ in 0..rounds {
+                if threads == 1 {
+                    pin_to(&[0]);
+                }
+                max(&mut best.peak, fma_peak(budget).unwrap_or(f64::NAN));
+                let t = timed(threads, budget, || p.invoke(&session));
+                max(&mut best.accy, flops / t.as_secs_f64() / 1e9);
+                max(&mut best.gemm, gemm_crate(mu, ku, nu, threads, budget));
+                if threads == 1 {
+                    max(&mut best.mm, matrixmultiply_crate(mu, ku, nu, budget));
+                }
+                if m == 1 {
+                    max(&mut best.copy, copy_bandwidth(4 * ku * nu, budget));
+                }
+                pin_to(&all_cpus());
             }
+            let per_call = Duration::from_secs_f64(flops / best.accy / 1e9);
+            let mut note = String::new();
+            if m == 1 {
+                let b_gbs = 4.0 * (k * n) as f64 / per_call.as_secs_f64() / 1e9;
+                note = format!(
+                    "reads B at {b_gbs:.1} GB/s = {:.0}% of a copy ({:.1} GB/s)",
+                    100.0 * b_gbs / best.copy,
+                    best.copy
+                );
+            }
+            let mm = |x: f64| {
+                if threads == 1 {
+                    format!("{x:.1}")
+                } else {
+                    "-".to_owned()
+                }
+            };
             println!(
-                "| ({m}, {k}, {n}) | {threads} | {gflops:.1} | {:.0}% | {g:.1} | {:.2}x | {} | {} | {note} |",
-                100.0 * gflops / (peak * threads as f64),
-                gflops / g,
-                if mm.is_nan() { "-".to_string() } else { format!("{mm:.1}") },
-                if mm.is_nan() { "-".to_string() } else { format!("{:.2}x", gflops / mm) },
+                "| ({m}, {k}, {n}) | {threads} | {:.1} | {:.0}% | {:.1} | {:.2}x | {} | {} | {} | {} | {} | {note} |",
+                best.accy,
+                100.0 * best.accy / (best.peak * threads as f64),
+                best.gemm,
+                best.accy / best.gemm,
+                mm(best.mm),
+                if threads == 1 {
+                    format!("{:.2}x", best.accy / best.mm)
+                } else {
+                    "-".to_owned()
+                },
+                human(per_call),
+                human(p.compile),
+                human(p.first_compile.saturating_sub(p.compile)),
             );
             eprintln!("gemm: ({m}, {k}, {n}) x{threads} done");
         }

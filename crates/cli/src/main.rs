@@ -29,7 +29,7 @@ use cmd::TargetName;
 /// Examples live in `examples/`:
 ///
 ///   accy run examples/mlp.accy
-///   accy bench examples/transformer_block.accy --concurrency 2
+///   accy bench examples/transformer_block.accy --concurrency 2 --threads 1
 ///   accy inspect examples/softmax.accy --target x64-avx2
 ///   accy run model.onnx --shape input_ids=1x128
 ///   accy import model.onnx -o model.accy   # also writes model.safetensors
@@ -102,6 +102,10 @@ enum Command {
         /// Write each output to DIR/out<N>.npy (the directory is created if needed).
         #[arg(long, value_name = "DIR")]
         output_dir: Option<PathBuf>,
+        /// Threads each invocation spreads its work over (default: one per core; 1 runs every
+        /// kernel on the calling thread).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
         #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
         target: Option<TargetName>,
         /// Never reassociate float sums, so results are bit-identical to the reference
@@ -159,6 +163,10 @@ enum Command {
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Threads each invocation spreads its work over (default: one per core; 1 runs every
+        /// kernel on the calling thread).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
         #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP)]
         target: Option<TargetName>,
         /// Never reassociate float sums (as for `run --exact`).
@@ -219,6 +227,7 @@ fn main() -> ExitCode {
             weights,
             seed,
             output_dir,
+            threads,
             target,
             exact,
             model,
@@ -229,6 +238,7 @@ fn main() -> ExitCode {
                 weights,
                 seed,
                 output_dir,
+                threads,
                 target,
                 exact,
                 model,
@@ -244,6 +254,7 @@ fn main() -> ExitCode {
             slots,
             prepare,
             seed,
+            threads,
             target,
             exact,
             model,
@@ -257,6 +268,7 @@ fn main() -> ExitCode {
                 slots,
                 prepare,
                 seed,
+                threads,
                 target,
                 exact,
                 model,

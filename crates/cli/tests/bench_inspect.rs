@@ -234,7 +234,9 @@ fn inspect_shows_slots_commands_kernels_and_disassembly() {
         "0: kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced",
         "%0 = load b0[0 + 1000*i0 + i1] : f32",
         "store max over reduction dims",
-        "exp %",
+        // Default mode: `exp` is expanded into vector math (fused multiply-adds, bit casts).
+        "fma %",
+        "bitcast %",
         "code: ",
         "ret",
         "ymm",

@@ -35,6 +35,8 @@ pub struct BenchArgs {
     pub prepare: Option<PathBuf>,
     /// Seed of the random inputs and weights.
     pub seed: u64,
+    /// Threads per invocation; one per core when `None`.
+    pub threads: Option<usize>,
     /// Code generator; the host's best when `None`.
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
@@ -86,7 +88,7 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
-    let session = super::session(args.target, args.exact)?;
+    let session = super::session(args.target, args.exact, args.threads)?;
     let handle = session
         .compile_with_weights(&wire, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
@@ -100,12 +102,16 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let measured = measure::measure(&invoke, buffers, args.warmup, stop)?;
     writeln!(
         out,
-        "{}: {} with {}{}",
+        "{}: {} with {}, {} per invocation{}",
         args.file.display(),
         session.target_name(),
         match args.concurrency {
             1 => "1 caller".to_owned(),
             n => format!("{n} concurrent callers"),
+        },
+        match session.threads() {
+            1 => "1 thread".to_owned(),
+            n => format!("{n} threads"),
         },
         if args.exact { ", exact float sums" } else { "" }
     )?;
@@ -149,7 +155,7 @@ fn compile_times(
     let mut times = Vec::with_capacity(COMPILES);
     let budget = Instant::now();
     for _ in 0..COMPILES {
-        let session = super::session(args.target, args.exact)?;
+        let session = super::session(args.target, args.exact, args.threads)?;
         let start = Instant::now();
         let handle = session
             .compile_with_weights(wire, weights)

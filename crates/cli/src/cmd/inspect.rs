@@ -9,10 +9,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use accy_artifact::{Arch, Artifact};
+use accy_artifact::Arch;
 use accy_executable::CpuInfo;
-use accy_lower::kernel::Kernel;
-use accy_lower::{lookup_host, lookup_name, Options, Target};
+use accy_ir::Program;
+use accy_lower::{lookup_host, lookup_name, Compilation, Options, Target};
 use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
 
 use super::{Failure, TargetName};
@@ -39,23 +39,18 @@ pub fn inspect(
     let options = Options::default().with_reassociate(!exact);
     let compiled = accy_lower::compile_detailed(&program, target.as_ref(), &options)
         .map_err(|e| Failure::Runtime(format!("compiling {}: {e}", file.display())))?;
-    let text = render(
-        file,
-        target.name(),
-        &compiled.artifact,
-        &compiled.kernels,
-        disassemble,
-    );
+    let text = render(file, target.name(), &compiled, &program, disassemble);
     out.bytes(text.as_bytes())
 }
 
 fn render(
     file: &Path,
     target: &str,
-    artifact: &Artifact,
-    kernels: &[Kernel],
+    compiled: &Compilation,
+    program: &Program,
     disassemble: bool,
 ) -> String {
+    let (artifact, kernels) = (&compiled.artifact, &compiled.kernels);
     let mut s = String::new();
     let scratch = artifact.plan.scratch_layout();
     let _ = writeln!(
@@ -82,12 +77,32 @@ fn render(
     for line in artifact.plan.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
+    if artifact.blocking != Default::default() {
+        let _ = writeln!(s, "\nblocked for {}", artifact.blocking);
+    }
+    if !artifact.setup.commands.is_empty() {
+        let _ = writeln!(s, "\nsetup (once, when the weights are bound):");
+        for line in artifact.setup.to_string().lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
     let _ = writeln!(s, "\ncommands:");
     for line in artifact.launch.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
     for (i, (k, entry)) in kernels.iter().zip(&artifact.kernels).enumerate() {
         let _ = write!(s, "\n{i}: {k}");
+        if let Some(sources) = compiled.sources.get(i).filter(|v| !v.is_empty()) {
+            let fused: Vec<String> = sources
+                .iter()
+                .filter_map(|&k| {
+                    let inst = program.instructions.get(k as usize)?;
+                    let v = program.instruction_value(k as usize);
+                    Some(format!("%{} {}", v.index(), inst.op.mnemonic()))
+                })
+                .collect();
+            let _ = writeln!(s, "  fuses: {}", fused.join(", "));
+        }
         let _ = writeln!(s, "  code: {} bytes at offset {}", entry.len, entry.offset);
         if disassemble {
             if let Some(code) = artifact.kernel_code(u32::try_from(i).unwrap_or(u32::MAX)) {

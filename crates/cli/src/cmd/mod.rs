@@ -159,17 +159,37 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
     Ok(program)
 }
 
+/// The most threads per invocation `--threads` accepts.
+pub const MAX_THREADS: usize = 256;
+
 /// A session generating code for `target` (the host's best when `None`); a usage error for a
 /// target of another architecture, a runtime failure if this CPU cannot run its code.
-pub fn session(target: Option<TargetName>, exact: bool) -> Result<Session, Failure> {
-    Session::with_options(session_options(target, exact)?)
+pub fn session(
+    target: Option<TargetName>,
+    exact: bool,
+    threads: Option<usize>,
+) -> Result<Session, Failure> {
+    Session::with_options(session_options(target, exact, threads)?)
         .map_err(|e| Failure::session("session", &e))
 }
 
-/// The options of a session (or model context) for `target` and `exact`; a usage error for a
-/// target of another architecture.
-pub fn session_options(target: Option<TargetName>, exact: bool) -> Result<SessionOptions, Failure> {
+/// The options of a session (or model context) for `target`, `exact` and `threads` per
+/// invocation; a usage error for a target of another architecture or a thread count out of
+/// range.
+pub fn session_options(
+    target: Option<TargetName>,
+    exact: bool,
+    threads: Option<usize>,
+) -> Result<SessionOptions, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
+    if let Some(threads) = threads {
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(Failure::Usage(format!(
+                "--threads must be between 1 and {MAX_THREADS}, not {threads}"
+            )));
+        }
+        options = options.with_threads(threads);
+    }
     if let Some(TargetName(name)) = target {
         let arch = accy_lower::lookup_name(name, None)
             .map_err(|e| Failure::Usage(e.to_string()))?

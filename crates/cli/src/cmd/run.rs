@@ -26,6 +26,8 @@ pub struct RunArgs {
     pub seed: u64,
     /// Where to write `out<N>.npy`, if anywhere.
     pub output_dir: Option<PathBuf>,
+    /// Threads per invocation; one per core when `None`.
+    pub threads: Option<usize>,
     /// Code generator; the host's best when `None`.
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
@@ -53,7 +55,7 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
         &loaded.mapped,
     )?;
     super::model::apply_weights(&loaded, &mut values, &mut sources);
-    let session = super::session(args.target, args.exact)?;
+    let session = super::session(args.target, args.exact, args.threads)?;
     let weights = values::weights(program, &values, &loaded.mapped)?;
     let handle = session
         .compile_program_with_weights(program, &weights)

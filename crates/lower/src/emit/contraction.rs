@@ -6,9 +6,12 @@
 //!
 //! ```text
 //! for each row panel of the tile (mr rows; the tile's last panel may have fewer, `rem` rows):
-//!     for each column panel of the tile (nr columns):
-//!         microkernel: acc[mr][nr] = Σ_k A[m.., k] · B[k, n..]     (registers)
-//!         store acc into row panel buffer T[mr][t_ld] at the panel's columns
+//!     for each block of k (`tile_k` steps):
+//!         copy the panel's block of A into worker scratch, when the schedule says (`PackA`)
+//!         for each column panel of the tile (nr columns):
+//!             microkernel: acc[mr][nr] (= 0, or reloaded from T after the first block)
+//!                 += Σ_k A[m.., k] · B[k, n..]                       (registers)
+//!             store acc into row panel buffer T[mr][t_ld] at the panel's columns
 //!     call the epilogue kernel for (rows, cols) on T: evaluate the epilogue at every element of
 //!         the row panel and store it into the output — once
 //! ```
@@ -87,6 +90,21 @@ pub(crate) struct Schedule {
     pub last_cols: u64,
     /// The epilogue kernels, one per (rows, cols) a panel can have.
     pub epilogues: Vec<Epilogue>,
+    /// Where the row panel's block of A is copied before the column panels read it, if it is.
+    pub pack_a: Option<PackA>,
+}
+
+/// A row panel's block of A (`rows × k block`, row-major A only) copied into worker scratch:
+/// the column panels of the tile then read it from the L1 cache, and rows a power of two
+/// apart in the caller's A no longer fall into one cache set (which, at k = 1024 and beyond,
+/// made every step of the microkernel miss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PackA {
+    /// Byte offset of the copy in the worker's scratch.
+    pub offset: u64,
+    /// Bytes from one copied row to the next: an odd number of cache lines, so the rows of a
+    /// panel land in different sets.
+    pub row_bytes: u64,
 }
 
 impl Schedule {
@@ -134,10 +152,29 @@ pub(crate) fn schedule(
     let rem = k.m % mr;
     let t_ld = k.tile_n;
     let size = k.dtype.size_bytes();
-    let worker_scratch = mr
+    let t_bytes = mr
         .checked_mul(t_ld)
         .and_then(|e| e.checked_mul(size))
         .ok_or_else(|| bad("a row panel buffer beyond u64".into()))?;
+    // Copy A's blocks when its rows are contiguous along k and several column panels reuse
+    // each block; the copy costs a few percent of one panel's work.
+    let a_unit = k.lhs.map.strides.get(2) == Some(&1);
+    let k_block = k.tile_k.clamp(1, k.k.max(1));
+    let pack_a = (a_unit && t_ld >= 2 * nr && k.k >= 32).then(|| {
+        let lines = (k_block * size).div_ceil(64);
+        PackA {
+            offset: t_bytes.next_multiple_of(64),
+            row_bytes: (lines | 1) * 64,
+        }
+    });
+    let worker_scratch = match pack_a {
+        Some(p) => p
+            .row_bytes
+            .checked_mul(mr)
+            .and_then(|b| b.checked_add(p.offset))
+            .ok_or_else(|| bad("a packed block of A beyond u64".into()))?,
+        None => t_bytes,
+    };
     // Full panels occur when the tile holds mr rows; a partial one in the last tile.
     let mut rows = Vec::new();
     if k.m >= mr {
@@ -171,6 +208,7 @@ pub(crate) fn schedule(
         tiles: (tiles_m, tiles_n),
         last_cols,
         epilogues,
+        pack_a,
     })
 }
 

@@ -18,7 +18,8 @@
 //! - the workgroups split the space into `tile_m × tile_n` tiles of each batch: workgroup `w`
 //!   covers batch `w / (tiles_m · tiles_n)`, rows `tile_m · ((w / tiles_n) mod tiles_m)` and
 //!   columns `tile_n · (w mod tiles_n)` ([`ContractionKernel::workgroups`]); no two tiles
-//!   write the same element, so they may run in any order at once.
+//!   write the same element, so they may run in any order at once; `tile_k` is a schedule
+//!   hint that does not change the semantics.
 
 use accy_ir::DType;
 
@@ -108,6 +109,11 @@ pub struct ContractionKernel {
     pub tile_m: u64,
     /// Columns of one workgroup's tile (at least 1).
     pub tile_n: u64,
+    /// Length of the blocks the emitted code walks k in (at least 1; `k` or more for one
+    /// block), chosen so a row panel's block of the left operand stays in the L1 cache while
+    /// the column panels reuse it. Blocking changes no result: each accumulator still sums
+    /// its terms in ascending k.
+    pub tile_k: u64,
 }
 
 impl ContractionKernel {

@@ -61,6 +61,8 @@ impl fmt::Display for Node {
             } => write!(f, "select %{cond}, %{on_true}, %{on_false}"),
             Node::Convert { x } => write!(f, "convert %{x}"),
             Node::Acc => f.write_str("acc"),
+            Node::Fma { a, b, c } => write!(f, "fma %{a}, %{b}, %{c}"),
+            Node::Bitcast { x } => write!(f, "bitcast %{x}"),
         }
     }
 }
@@ -133,7 +135,7 @@ impl fmt::Display for ContractionKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, {} workgroups",
+            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, k blocks of {}, {} workgroups",
             self.name,
             self.batch,
             self.m,
@@ -142,6 +144,7 @@ impl fmt::Display for ContractionKernel {
             self.dtype,
             self.tile_m,
             self.tile_n,
+            self.tile_k,
             self.workgroups()
         )?;
         for (b, binding) in self.bindings.iter().enumerate() {

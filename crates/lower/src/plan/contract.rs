@@ -14,7 +14,10 @@
 //! packed unless small, whatever the number of rows.
 //!
 //! Tiles: a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so
-//! the rows of the tile reuse it from there; rows are then split until there are enough tiles
+//! the rows of the tile reuse it from there, and k is walked in blocks short enough that a
+//! microkernel call's part of A and B fit in half the L1 cache, so A's stays there while every
+//! column panel reuses it (`tile_k`); rows
+//! are then split until there are enough tiles
 //! for the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The grid depends on the program,
 //! the target's register tile and the cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads.
@@ -235,16 +238,29 @@ impl<'p> Planner<'p> {
         }
         let (pb, pk, nr_i) = (to_i64(per_batch)?, to_i64(k * nr)?, to_i64(nr)?);
         if full > 0 {
-            let load = IndexMap::new(rhs.map.offset, &[sb, sn * nr_i, sk, sn]);
+            // Walk B's rows in order when its columns are contiguous (one pass over each row,
+            // scattering its panels' pieces), else panel by panel.
+            let (dims, load, store) = if sn == 1 {
+                (
+                    [batch, k, full, nr],
+                    [sb, sk, sn * nr_i, sn],
+                    [pb, nr_i, pk, 1],
+                )
+            } else {
+                (
+                    [batch, full, k, nr],
+                    [sb, sn * nr_i, sk, sn],
+                    [pb, pk, nr_i, 1],
+                )
+            };
             let root = self.exprs.push(
                 ExprKind::Load {
                     binding: rhs.buf,
-                    map: load,
+                    map: IndexMap::new(rhs.map.offset, &load),
                 },
                 dtype,
             )?;
-            let store = IndexMap::new(0, &[pb, pk, nr_i, 1]);
-            self.kernel(&[batch, full, k, nr], 4, root, None, buf, store)?;
+            self.kernel(&dims, 4, root, None, buf, IndexMap::new(0, &store))?;
         }
         if n % nr != 0 {
             let first = to_i64(full * nr)?;
@@ -375,6 +391,7 @@ impl<'p> Planner<'p> {
             bindings,
             tile_m,
             tile_n,
+            tile_k: self.tile_k(dtype, k, (mr, nr)),
         };
         if batch * m * n > 0 {
             // Emitted when something reads the result: it may fuse as the epilogue.
@@ -385,9 +402,24 @@ impl<'p> Planner<'p> {
                 value: v,
                 dims: ty.dims.to_vec(),
                 groups: (lb.len(), lf.len()),
+                sources: self.exprs.current.into_iter().collect(),
             });
         }
         self.view_of(dst, &Type::new(dtype, &ty.dims))
+    }
+
+    /// The k block of a contraction: long enough to amortise reloading the accumulators, short
+    /// enough that what one microkernel call touches — its block of A (`mr × tile_k`, reused
+    /// by the next column panel) and of B (`tile_k × nr`, streamed) — takes half the L1 cache,
+    /// so streaming B does not evict A; `k` itself when that fits, else `k` split into equal
+    /// blocks (multiples of 8).
+    fn tile_k(&self, dtype: DType, k: u64, (mr, nr): (u64, u64)) -> u64 {
+        let fit = (self.options.caches.l1d / 2 / ((mr + nr).max(1) * dtype.size_bytes())).max(64);
+        if k <= fit {
+            return k.max(1);
+        }
+        let blocks = k.div_ceil(fit);
+        k.div_ceil(blocks).next_multiple_of(8)
     }
 
     /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile (see the

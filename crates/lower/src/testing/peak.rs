@@ -26,10 +26,12 @@ pub fn fma_loop(tier: X64Tier) -> Option<(Vec<u8>, u64)> {
         X64Tier::Avx512 => (24, 24 * 16 * 2),
     };
     let top = ops.new_dynamic_label();
-    for r in 0..accumulators {
+    // Zero operands too: stale register contents could be denormal, which some cores
+    // multiply slowly (a microcode assist), understating the peak.
+    for r in (0..accumulators).chain([30, 31]) {
         match tier {
             X64Tier::Avx512 => ops.extend(evex::zmm(zop::pxor(), r, Some(r), Rm::Reg(r))),
-            _ => x64!(ops; vxorps Ry(r), Ry(r), Ry(r)),
+            _ => x64!(ops; vxorps Ry(r % 16), Ry(r % 16), Ry(r % 16)),
         }
     }
     x64!(ops; test rdi, rdi ; jz >done ; =>top);

@@ -11,7 +11,9 @@
 //! workgroup -> (b, tile row, tile column) -> m0, n0, rows, cols (frame)
 //! for each full row panel, then the partial one:
 //!     r12 = A at (b, m, 0)
-//!     for each column panel: rdi = B panel, r15 = its columns in the buffer ; microkernel
+//!     for each block of k (tile_k steps; the first starts the sums at 0, the others reload
+//!     them from the buffer):
+//!         for each column panel: rdi = B panel, r15 = its columns in the buffer ; microkernel
 //!     vzeroupper ; call the epilogue kernel for (rows, cols) with bindings at the panel origin
 //! return its status, or KERNEL_OK
 //! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call
@@ -31,7 +33,7 @@ use accy_artifact::abi::{
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
-use super::micro::Micro;
+use super::micro::{Init, Micro};
 use super::X64Tier;
 use crate::emit::contraction::{schedule, Reloc, Schedule};
 use crate::kernel::ContractionKernel;
@@ -52,8 +54,10 @@ const M: i32 = COLS + 8;
 const M_END: i32 = M + 8;
 const PANEL: i32 = M_END + 8;
 const PANELS: i32 = PANEL + 8;
+/// The current block of k, in the loop over the middle blocks.
+const K_BLOCK: i32 = PANELS + 8;
 /// Frame size: the slots, rounded so that rsp is 16-byte aligned after six pushes.
-const FRAME: i32 = (PANELS + 8 + 15) / 16 * 16 + 8;
+const FRAME: i32 = (K_BLOCK + 8 + 15) / 16 * 16 + 8;
 
 const R12: u8 = 12;
 
@@ -104,6 +108,15 @@ pub(crate) fn emit_contraction(
         super::kernel::emit_kernel(g.ops, &e.kernel, tier, reassociate)?;
     }
     Ok(sched.worker_scratch)
+}
+
+/// Which block of k a pass over the column panels computes.
+#[derive(Clone, Copy, Debug)]
+enum KBlock {
+    /// Block number `b` (a constant).
+    At(u64),
+    /// The block numbered in the frame's `K_BLOCK` slot.
+    Current,
 }
 
 struct Gemm<'a> {
@@ -286,8 +299,132 @@ impl Gemm<'_> {
     }
 
     /// One row panel of `rows` rows at row `M` of the frame: every column panel of the tile,
-    /// then the epilogue call.
+    /// for each block of k (`tile_k`), then the epilogue call.
     fn row_panel(&mut self, rows: u64) -> Result<(), EmitError> {
+        let k = self.k;
+        let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
+        // r12 = A at (b, m, 0).
+        self.element_address(
+            R12,
+            k.lhs.binding,
+            k.lhs.map.offset,
+            [ls(0), ls(1), 0],
+            Some(M),
+        );
+        let kc = k.tile_k.max(1);
+        if kc >= k.k {
+            self.block(rows, k.k, Init::Zero, KBlock::At(0))?;
+            return self.call_epilogue(rows);
+        }
+        let (full, rest) = (k.k / kc, k.k % kc);
+        self.block(rows, kc, Init::Zero, KBlock::At(0))?;
+        if full > 1 {
+            let top = self.ops.new_dynamic_label();
+            x64!(self.ops; mov QWORD [rsp + K_BLOCK], 1 ; =>top);
+            self.block(rows, kc, Init::Load, KBlock::Current)?;
+            mov_imm(self.ops, gpr::RAX, full as i64);
+            x64!(self.ops
+                ; add QWORD [rsp + K_BLOCK], 1
+                ; cmp QWORD [rsp + K_BLOCK], rax
+                ; jb =>top
+            );
+        }
+        if rest > 0 {
+            self.block(rows, rest, Init::Load, KBlock::At(full))?;
+        }
+        self.call_epilogue(rows)
+    }
+
+    /// One block of k for the row panel: A's block copied when the schedule says, then every
+    /// column panel.
+    fn block(&mut self, rows: u64, k_len: u64, init: Init, block: KBlock) -> Result<(), EmitError> {
+        if self.sched.pack_a.is_some() {
+            self.pack_a(rows, k_len, block)?;
+        }
+        self.column_panels(rows, k_len, init, block)
+    }
+
+    /// `rsi` += the byte offset of `block` along k for a step of `step` bytes (rax clobbered).
+    fn add_block_offset(&mut self, reg: u8, step: i32, block: KBlock) {
+        let bytes = i64::try_from(i128::from(step) * i128::from(self.k.tile_k)).unwrap_or(i64::MAX);
+        match block {
+            KBlock::At(0) => {}
+            KBlock::At(b) => {
+                mov_imm(self.ops, gpr::RAX, bytes.saturating_mul(b as i64));
+                x64!(self.ops; add Rq(reg), rax);
+            }
+            KBlock::Current => {
+                x64!(self.ops; mov rax, QWORD [rsp + K_BLOCK]);
+                mul_imm(self.ops, gpr::RAX, bytes);
+                x64!(self.ops; add Rq(reg), rax);
+            }
+        }
+    }
+
+    /// Copies the row panel's `rows × k_len` block of A (row-major, from `r12`) into the
+    /// worker scratch's packed rows (`PackA`).
+    fn pack_a(&mut self, rows: u64, k_len: u64, block: KBlock) -> Result<(), EmitError> {
+        let Some(pack) = self.sched.pack_a else {
+            return Ok(());
+        };
+        let k = self.k;
+        let size = k.dtype.size_bytes() as i64;
+        let lda = self.disp(
+            i128::from(k.lhs.map.strides.get(1).copied().unwrap_or(0)) * i128::from(size),
+            "a row stride of A",
+        )?;
+        let offset = self.disp(i128::from(pack.offset), "a packed block's offset")?;
+        let row_bytes = self.disp(i128::from(pack.row_bytes), "a packed row")?;
+        x64!(self.ops; mov rsi, r12);
+        self.add_block_offset(6, size as i32, block);
+        x64!(self.ops; lea rdi, [r14 + offset]);
+        mov_imm(self.ops, 2, rows as i64);
+        let row = self.ops.new_dynamic_label();
+        x64!(self.ops; =>row ; mov r8, rsi ; mov r9, rdi);
+        let bytes = k_len as i64 * size;
+        let vb = self.micro.vbytes() as i64;
+        let vectors = bytes / vb;
+        if vectors > 0 {
+            let copy = self.ops.new_dynamic_label();
+            mov_imm(self.ops, gpr::RCX, vectors);
+            x64!(self.ops; =>copy);
+            self.micro.load(self.ops, 0, 8, 0);
+            self.micro.store(self.ops, 9, 0, 0);
+            x64!(self.ops
+                ; add r8, vb as i32
+                ; add r9, vb as i32
+                ; sub rcx, 1
+                ; jnz =>copy
+            );
+        }
+        let mut at = 0i32;
+        let mut tail = bytes % vb;
+        while tail >= 8 {
+            x64!(self.ops; mov rax, QWORD [r8 + at] ; mov QWORD [r9 + at], rax);
+            at += 8;
+            tail -= 8;
+        }
+        if tail >= 4 {
+            x64!(self.ops; mov eax, DWORD [r8 + at] ; mov DWORD [r9 + at], eax);
+        }
+        x64!(self.ops
+            ; add rsi, lda
+            ; add rdi, row_bytes
+            ; sub rdx, 1
+            ; jnz =>row
+        );
+        Ok(())
+    }
+
+    /// Every column panel of the tile for one block of k of `k_len` steps (the block `block`
+    /// of `tile_k` steps from k = 0), with `r12` at A's row panel.
+    fn column_panels(
+        &mut self,
+        rows: u64,
+        k_len: u64,
+        init: Init,
+        block: KBlock,
+    ) -> Result<(), EmitError> {
         let k = self.k;
         let size = i128::from(k.dtype.size_bytes() as i32);
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
@@ -304,14 +441,6 @@ impl Gemm<'_> {
             None => self.disp(rs(1) * size, "a k stride of B")?,
         };
         let t_row = self.disp(i128::from(self.sched.t_ld as i32) * size, "a buffer row")?;
-        // r12 = A at (b, m, 0).
-        self.element_address(
-            R12,
-            k.lhs.binding,
-            k.lhs.map.offset,
-            [ls(0), ls(1), 0],
-            Some(M),
-        );
         // panels = ceil(cols / nr); panel = 0.
         x64!(self.ops; mov rax, QWORD [rsp + COLS]);
         add_imm(self.ops, gpr::RAX, nr - 1);
@@ -354,8 +483,23 @@ impl Gemm<'_> {
         // r15 = the panel's columns in the row panel buffer; rsi = A.
         x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
         mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
-        x64!(self.ops; lea r15, [r14 + rax] ; mov rsi, r12);
-        self.micro.emit(self.ops, rows, k.k, lda, ak, bk, t_row);
+        x64!(self.ops; lea r15, [r14 + rax]);
+        self.add_block_offset(7, bk, block);
+        let (lda, ak) = match self.sched.pack_a {
+            Some(pack) => {
+                let offset = self.disp(i128::from(pack.offset), "a packed block's offset")?;
+                x64!(self.ops; lea rsi, [r14 + offset]);
+                let row = self.disp(i128::from(pack.row_bytes), "a packed row")?;
+                (row, size as i32)
+            }
+            None => {
+                x64!(self.ops; mov rsi, r12);
+                self.add_block_offset(6, ak, block);
+                (lda, ak)
+            }
+        };
+        self.micro
+            .emit(self.ops, rows, k_len, init, lda, ak, bk, t_row);
         x64!(self.ops
             ; add QWORD [rsp + PANEL], 1
             ; =>check
@@ -363,7 +507,7 @@ impl Gemm<'_> {
             ; cmp rax, QWORD [rsp + PANELS]
             ; jb =>top
         );
-        self.call_epilogue(rows)
+        Ok(())
     }
 
     /// `reg = bindings[binding] + size · (offset + s0·b + s1·m + s2·n0)` where `m` is the frame

@@ -40,6 +40,15 @@ pub(crate) enum Vx {
     Zmm,
 }
 
+/// How a microkernel starts its accumulators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Init {
+    /// At +0: the first (or only) block of k.
+    Zero,
+    /// With the partial sums a previous block of k stored in the row panel buffer.
+    Load,
+}
+
 /// One microkernel shape.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Micro {
@@ -139,7 +148,8 @@ impl Micro {
         }
     }
 
-    fn load(&self, ops: &mut Asm, r: u8, base: u8, disp: i32) {
+    /// `r = ` the vector at `[base + disp]`.
+    pub(crate) fn load(&self, ops: &mut Asm, r: u8, base: u8, disp: i32) {
         match self.vx {
             Vx::Sse => x64!(ops; movups Rx(r), [Rq(base) + disp]),
             Vx::Avx => x64!(ops; vmovups Ry(r), [Rq(base) + disp]),
@@ -147,7 +157,8 @@ impl Micro {
         }
     }
 
-    fn store(&self, ops: &mut Asm, base: u8, disp: i32, r: u8) {
+    /// The vector at `[base + disp] = r`.
+    pub(crate) fn store(&self, ops: &mut Asm, base: u8, disp: i32, r: u8) {
         match self.vx {
             Vx::Sse => x64!(ops; movups [Rq(base) + disp], Rx(r)),
             Vx::Avx => x64!(ops; vmovups [Rq(base) + disp], Ry(r)),
@@ -213,10 +224,12 @@ impl Micro {
     }
 
     /// The microkernel for a panel of `rows` rows (`rows ≤ mr`): with `rsi` at A's row panel
-    /// (element `k = 0` of its first row), `rdi` at the B panel (`k = 0`), `r15` at the
-    /// panel's place in the row panel buffer, computes `rows × nr` sums over `k_len` steps and
-    /// stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step (rows are
-    /// `lda` bytes apart), B `bk` bytes. Clobbers rsi, rdi, rcx and the vector registers.
+    /// (element `k = k0` of its first row), `rdi` at the B panel (`k = k0`), `r15` at the
+    /// panel's place in the row panel buffer, computes `rows × nr` sums over `k_len` steps
+    /// (starting from +0, or from the sums stored there by the previous block of k, per
+    /// `init`) and stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step
+    /// (rows are `lda` bytes apart), B `bk` bytes. Clobbers rsi, rdi, rcx and the vector
+    /// registers.
     #[allow(
         clippy::too_many_arguments,
         reason = "the static shape of one microkernel call"
@@ -226,6 +239,7 @@ impl Micro {
         ops: &mut Asm,
         rows: u64,
         k_len: u64,
+        init: Init,
         lda: i32,
         ak: i32,
         bk: i32,
@@ -234,33 +248,57 @@ impl Micro {
         let vb = self.vbytes() as i32;
         for i in 0..rows {
             for j in 0..self.nv {
-                self.zero(ops, self.acc(i, j));
-            }
-        }
-        if k_len > 0 {
-            let top = ops.new_dynamic_label();
-            super::asm::mov_imm(ops, 1, k_len as i64);
-            x64!(ops; =>top);
-            for j in 0..self.nv {
-                self.load(ops, self.b(j), RDI, j as i32 * vb);
-            }
-            for i in 0..rows {
-                let disp = i as i32 * lda;
-                self.broadcast(ops, RSI, disp);
-                for j in 0..self.nv {
-                    self.step(ops, self.acc(i, j), self.b(j), RSI, disp);
+                match init {
+                    Init::Zero => self.zero(ops, self.acc(i, j)),
+                    Init::Load => {
+                        self.load(ops, self.acc(i, j), R15, i as i32 * t_row + j as i32 * vb)
+                    }
                 }
             }
+        }
+        // UNROLL steps per iteration (fewer loop instructions per FMA), then the rest.
+        let iterations = k_len / UNROLL;
+        if iterations > 0 {
+            let top = ops.new_dynamic_label();
+            super::asm::mov_imm(ops, 1, iterations as i64);
+            x64!(ops; =>top);
+            for step in 0..UNROLL as i32 {
+                self.step_all(ops, rows, lda, step * ak, step * bk);
+            }
             x64!(ops
-                ; add rsi, ak
-                ; add rdi, bk
+                ; add rsi, UNROLL as i32 * ak
+                ; add rdi, UNROLL as i32 * bk
                 ; sub rcx, 1
                 ; jnz =>top
             );
         }
+        for step in 0..(k_len % UNROLL) as i32 {
+            self.step_all(ops, rows, lda, step * ak, step * bk);
+        }
         for i in 0..rows {
             for j in 0..self.nv {
                 self.store(ops, R15, i as i32 * t_row + j as i32 * vb, self.acc(i, j));
+            }
+        }
+    }
+}
+
+/// Steps of k per microkernel loop iteration.
+const UNROLL: u64 = 4;
+
+impl Micro {
+    /// One step of k: B's vectors at `rdi + b_at`, each row's A element at
+    /// `rsi + a_at + i · lda`, into every accumulator.
+    fn step_all(&self, ops: &mut Asm, rows: u64, lda: i32, a_at: i32, b_at: i32) {
+        let vb = self.vbytes() as i32;
+        for j in 0..self.nv {
+            self.load(ops, self.b(j), RDI, b_at + j as i32 * vb);
+        }
+        for i in 0..rows {
+            let disp = a_at + i as i32 * lda;
+            self.broadcast(ops, RSI, disp);
+            for j in 0..self.nv {
+                self.step(ops, self.acc(i, j), self.b(j), RSI, disp);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Contraction kernels: every shape class (empty, 1, primes, sizes around the target's register
 //! tile, batches), operand layouts (row-major, transposed, the right operand panelled or read
-//! in place), tiles (one per workgroup, all run), epilogues (plain, bias along either dim,
+//! in place), tiles (one per workgroup, all run), k blocks (one, or several with a shorter
+//! last one), epilogues (plain, bias along either dim,
 //! relu, a residual, a transcendental, a convert, a compare and select) and store maps (row-
 //! and column-major).
 //!
@@ -57,6 +58,8 @@ struct Shape {
     store_transposed: bool,
     /// Tile size in microkernel tiles.
     tile: (u64, u64),
+    /// The k block length (`k` or more: one block).
+    tile_k: u64,
 }
 
 fn node(node: Node, dtype: DType) -> KernelNode {
@@ -273,7 +276,8 @@ fn case(
     ]);
     let kernel = ContractionKernel {
         name: format!(
-            "gemm_{dtype}_{batch}x{m}x{n}x{k}_{epilogue:?}{}{}{}",
+            "gemm_{dtype}_{batch}x{m}x{n}x{k}_kc{}_{epilogue:?}{}{}{}",
+            s.tile_k,
             if s.lhs_transposed { "_at" } else { "" },
             if s.panels { "_panels" } else { "" },
             if s.store_transposed { "_ct" } else { "" }
@@ -294,6 +298,7 @@ fn case(
         bindings,
         tile_m: s.tile.0 * mr,
         tile_n: s.tile.1 * nr,
+        tile_k: s.tile_k,
     };
     (kernel, buffers)
 }
@@ -428,10 +433,10 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
             (7, 2 * nr, 64),
             (3 * mr, nr, 5),
         ] {
-            for (lhs_transposed, panels, store_transposed, tile) in [
-                (false, true, false, (1, 1)),
-                (true, true, true, (2, 1)),
-                (false, false, false, (1, 2)),
+            for (lhs_transposed, panels, store_transposed, tile, kc) in [
+                (false, true, false, (1, 1), k),
+                (true, true, true, (2, 1), 5),
+                (false, false, false, (1, 2), 16),
             ] {
                 if !panels && n % nr != 0 {
                     continue;
@@ -445,6 +450,7 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                     panels,
                     store_transposed,
                     tile,
+                    tile_k: kc.max(1),
                 });
             }
         }
