@@ -6,11 +6,9 @@ mod common;
 
 use accy_ir::DType;
 use accy_session::model::{IoKind, ModelPlanError, Site};
-use accy_session::{
-    Command, Descriptor, Error, ModelContext, ModelDefinition, ModelFailure, Region, Status,
-};
+use accy_session::{Command, Descriptor, Error, ModelContext, ModelFailure, Region, Status};
+use common::f32s;
 use common::fixture::{f32s_of, fixture};
-use common::{f32_bytes, f32s, mul_weight, twice};
 
 /// The rule behind an `InvalidModel` error from a plan's data.
 fn plan_rule(e: Error) -> ModelPlanError {
@@ -433,4 +431,3 @@ fn weight_names_must_be_given_and_new() {
     assert!(recorder.allocation("a").is_some());
     assert!(recorder.allocation("b").is_none());
 }
-

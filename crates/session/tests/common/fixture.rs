@@ -32,9 +32,7 @@ pub struct Fixture {
 }
 
 pub fn fixture() -> Fixture {
-    let context =
-        ModelContext::with_options(SessionOptions::default().with_threads(1))
-            .unwrap();
+    let context = ModelContext::with_options(SessionOptions::default().with_threads(1)).unwrap();
     let w_bytes = f32_bytes(&(1..=16).map(|i| i as f32).collect::<Vec<_>>());
     let mut recorder = context.record();
     let w = recorder.weight("w", &w_bytes).unwrap();
@@ -84,4 +82,3 @@ impl Fixture {
         self.definition.prepare(commands, inputs, outputs, 2)
     }
 }
-
