@@ -107,6 +107,69 @@ pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
         }
     };
     if let Some(path) = &args.weights_file {
+        read_weights_file(&mut loaded, path)?;
+    }
+    Ok(loaded)
+}
+
+/// A compiled artifact (`accy compile --artifact`) read from `file`: its bytes, and its
+/// interface as a program without instructions, for assembling argument values. The artifact
+/// keeps no input names, so its inputs are called `input0`, `input1`, …; its weights keep
+/// their names. Malformed bytes are exit 1, as for a program. Also returns the target the
+/// code was generated for.
+pub fn load_artifact(
+    file: &Path,
+    args: &ModelArgs,
+) -> Result<(Loaded, Vec<u8>, accy_artifact::TargetSpec), Failure> {
+    if !args.shapes.is_empty() {
+        return Err(Failure::Usage(
+            "--shape applies to ONNX models (*.onnx); an artifact's shapes are fixed".into(),
+        ));
+    }
+    let bytes = super::buffer::read_file(file)?;
+    let artifact = accy_artifact::Artifact::from_bytes(&bytes)
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
+    let mut program = Program::default();
+    let plan = &artifact.plan;
+    for (n, id) in plan.input_slots().into_iter().enumerate() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Input, format!("input{n}"))?);
+    }
+    for (id, name) in plan.weight_slots() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Weight, name.to_owned())?);
+    }
+    let mut loaded = Loaded {
+        program,
+        weights: Vec::new(),
+        weights_from: String::new(),
+    };
+    if let Some(path) = &args.weights_file {
+        read_weights_file(&mut loaded, path)?;
+    }
+    Ok((loaded, bytes, artifact.target))
+}
+
+/// The parameter slot `id` stands for (validation guarantees input and weight slots a type).
+fn param(
+    plan: &accy_artifact::ArtifactPlan,
+    id: accy_artifact::SlotId,
+    kind: ParamKind,
+    name: String,
+) -> Result<accy_ir::Param, Failure> {
+    let ty = plan
+        .slot(id)
+        .and_then(|s| s.ty.clone())
+        .ok_or_else(|| Failure::Invalid(format!("artifact slot {id} has no type")))?;
+    Ok(accy_ir::Param { kind, name, ty })
+}
+
+/// Replaces `loaded`'s weights with those of the `.safetensors` file `path`, each of which
+/// must name a weight of the program and have its type.
+fn read_weights_file(loaded: &mut Loaded, path: &Path) -> Result<(), Failure> {
+    {
         let bytes = std::fs::read(path)
             .map_err(|e| Failure::Io(format!("reading {}: {e}", path.display())))?;
         let weights = weights_file::read(&bytes)
@@ -137,7 +200,7 @@ pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
         loaded.weights = weights;
         loaded.weights_from = path.display().to_string();
     }
-    Ok(loaded)
+    Ok(())
 }
 
 /// Puts the loaded weights into `values` for every weight not given on the command line.
