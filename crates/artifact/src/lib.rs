@@ -21,7 +21,9 @@
 //! - [`imports`]: the math functions the runtime lends generated code through the ABI;
 //! - [`Artifact::validate`] (module `validate`): proves an artifact well formed and returns the
 //!   per-slot [`PlanSummary`] a runtime checks caller buffers against in one pass;
-//!   [`ArtifactError`] says why not.
+//!   [`ArtifactError`] says why not;
+//! - [`serial`]: the versioned file form ([`Artifact::to_bytes`], [`Artifact::from_bytes`]),
+//!   for shipping a compiled program; [`SerialError`] says why bytes were refused.
 //!
 //! A runtime must validate an artifact before loading it; validation guarantees that running
 //! the commands as described touches no byte outside the slots and never writes read-only
@@ -36,6 +38,7 @@ mod error;
 pub mod imports;
 pub mod launch;
 pub mod model;
+pub mod serial;
 pub mod slots;
 pub mod target;
 mod validate;
@@ -44,6 +47,7 @@ pub use abi::DispatchState;
 pub use error::ArtifactError;
 pub use imports::Import;
 pub use launch::{Access, Binding, Command, LaunchPlan, Operand, Region};
+pub use serial::SerialError;
 pub use slots::{ArtifactPlan, DerivedSource, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
 pub use target::{Arch, CpuFeature, FeatureSet, TargetSpec, UnknownFeature};
 pub use validate::{PlanSummary, SlotUsage};

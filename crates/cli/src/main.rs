@@ -61,10 +61,17 @@ enum Command {
         #[command(flatten)]
         model: cmd::model::ModelArgs,
     },
-    /// Convert FILE to wire bytes (default) or, with --text, to the text format.
+    /// Convert FILE to wire bytes (default) or, with --text, to the text format; or, with
+    /// --artifact, compile it for this CPU into an artifact that `accy run` loads without
+    /// compiling.
     ///
     /// Example round trip: `accy compile prog.accy -o prog.accyb` then
     /// `accy compile prog.accyb --text -o -`.
+    ///
+    /// An artifact (`accy compile examples/mlp.accy --artifact -o mlp.accya`, then
+    /// `accy run mlp.accya`) holds machine code, constants and plans, not weights; it runs on
+    /// machines of the same architecture with the CPU features it was compiled for. Running
+    /// one runs its code: only run artifacts from a source you trust.
     Compile {
         /// Program file (text or wire).
         file: PathBuf,
@@ -72,11 +79,22 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// Write the text format instead of wire bytes.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "artifact")]
         text: bool,
+        /// Write a compiled artifact for this CPU (or --target) instead of wire bytes.
+        #[arg(long)]
+        artifact: bool,
+        #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP, requires = "artifact")]
+        target: Option<TargetName>,
+        /// With --artifact: never reassociate float sums (as for `run --exact`).
+        #[arg(long, requires = "artifact")]
+        exact: bool,
     },
-    /// Compile FILE for this CPU, run it once and summarise its outputs.
+    /// Compile FILE for this CPU (or load it, if it is an artifact from `accy compile
+    /// --artifact`), run it once and summarise its outputs.
     ///
+    /// An artifact's inputs are named input0, input1, … (it keeps no input names); its
+    /// weights keep theirs. Loading an artifact runs its code: run only trusted ones.
     /// Every input and weight not given on the command line is filled with seeded random
     /// values (floats uniform in [-1, 1), i32/i64 in [-100, 100], u8 in [0, 255], bool fair
     /// coin), the same for the same --seed. Each output is printed as its type, first values
@@ -87,7 +105,7 @@ enum Command {
     ///   accy run prog.accy --input x=@x.npy --input scale=2.5 --weight w=[1,2,3]
     #[command(verbatim_doc_comment)]
     Run {
-        /// Program file (text or wire).
+        /// Program file (text or wire), ONNX model, or compiled artifact.
         file: PathBuf,
         /// An input's value: `NAME=@file.npy`, or a literal in the text format's syntax
         /// (`x=[[1,2],[3,4]]`, a flat row-major list `x=[1,2,3,4]`, or a scalar `s=2.5`).
@@ -220,7 +238,23 @@ fn main() -> ExitCode {
     let out = &mut out;
     let result = match cli.command {
         Command::Check { file, model } => cmd::check(&file, &model, out),
-        Command::Compile { file, output, text } => cmd::compile(&file, &output, text, out),
+        Command::Compile {
+            file,
+            output,
+            text,
+            artifact,
+            target,
+            exact,
+        } => {
+            let to = if artifact {
+                cmd::CompileTo::Artifact { target, exact }
+            } else if text {
+                cmd::CompileTo::Text
+            } else {
+                cmd::CompileTo::Wire
+            };
+            cmd::compile(&file, &output, to, out)
+        }
         Command::Run {
             file,
             inputs,

@@ -16,11 +16,13 @@ pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum Error {
     /// The bytes are not a valid program: malformed wire bytes, or a program the verifier
-    /// refuses. Retrying the same bytes cannot help.
+    /// refuses; or, for `load_artifact`, bytes that are not an undamaged artifact or an
+    /// artifact that fails validation. Retrying the same bytes cannot help.
     #[error("invalid program: {0}")]
     InvalidProgram(#[source] Cause),
     /// The bytes use a wire-format version (or a required section) this build does not know.
-    /// A newer accy may accept them.
+    /// A newer accy may accept them. For `load_artifact`: an artifact of another format
+    /// version; recompile the program with this accy.
     #[error("unsupported version: {0}")]
     UnsupportedVersion(#[source] Cause),
     /// The handle names no live program: released (its generation moved on), never issued by
@@ -43,7 +45,9 @@ pub enum Error {
     #[error("out of memory: {0}")]
     OutOfMemory(#[source] Cause),
     /// A valid program could not be compiled or loaded for this CPU (for example the CPU lacks
-    /// a feature the code needs). Retrying the same program on the same machine cannot help.
+    /// a feature the code needs, or a loaded artifact's code is for another architecture; the
+    /// cause names the architecture or the missing features). Retrying the same program on
+    /// the same machine cannot help.
     #[error("compile failed: {0}")]
     CompileFailed(#[source] Cause),
     /// Running the compiled program failed (a kernel reported an error status).

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use accy_artifact::model::ModelPlanError;
+use accy_artifact::SerialError;
 use accy_executable::{
     BindingError, CodeMemoryError, CpuError, LaunchError, LoadError, PoolError, PrepareError,
     RunError, WeightError,
@@ -16,6 +17,8 @@ use crate::Error;
 #[derive(Debug)]
 pub(crate) enum Inner {
     Decode(DecodeError),
+    /// Bytes given to `load_artifact` (or an artifact `compile_artifact` could not write).
+    Artifact(SerialError),
     Compile(CompileError),
     Load(LoadError),
     Bind(BindingError),
@@ -97,6 +100,13 @@ impl Inner {
                 Error::UnsupportedVersion(cause(e))
             }
             Inner::Decode(e) => Error::InvalidProgram(cause(e)),
+            Inner::Artifact(e @ SerialError::UnsupportedVersion { .. }) => {
+                Error::UnsupportedVersion(cause(e))
+            }
+            Inner::Artifact(e @ (SerialError::TooLong { .. } | SerialError::Unencodable(_))) => {
+                Error::CompileFailed(cause(e))
+            }
+            Inner::Artifact(e) => Error::InvalidProgram(cause(e)),
             Inner::Compile(CompileError::Invalid(e)) => Error::InvalidProgram(cause(e)),
             Inner::Compile(e) => Error::CompileFailed(cause(e)),
             Inner::Load(

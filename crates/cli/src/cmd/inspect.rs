@@ -1,5 +1,6 @@
 //! `accy inspect`: the lowered plan of a program (slots, scratch, commands, kernels with their
-//! fused node lists) and the disassembly of each kernel's generated code.
+//! fused node lists) and the disassembly of each kernel's generated code; for a compiled
+//! artifact, the same without the kernel descriptions, which artifacts do not keep.
 //!
 //! The compiler hands back the kernel descriptions beside the artifact
 //! (`accy_lower::compile_detailed`), and each kernel prints itself. `accy_lower` does not yet
@@ -27,6 +28,20 @@ pub fn inspect(
     model: &super::model::ModelArgs,
     out: &mut super::Out,
 ) -> Result<(), Failure> {
+    if super::is_artifact(file) {
+        if target.is_some() || exact {
+            return Err(Failure::Usage(
+                "--target and --exact choose how a program is compiled; an artifact's code is \
+                 already generated"
+                    .into(),
+            ));
+        }
+        let bytes = super::buffer::read_file(file)?;
+        let artifact = accy_artifact::Artifact::from_bytes(&bytes)
+            .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
+        let text = render(file, "from the artifact", &artifact, None, disassemble);
+        return out.bytes(text.as_bytes());
+    }
     let program = super::model::load_model(file, model, &[])?.program;
     let target: Box<dyn Target> = match target {
         Some(TargetName(name)) => lookup_name(name, None),
@@ -39,18 +54,26 @@ pub fn inspect(
     let options = Options::default().with_reassociate(!exact);
     let compiled = accy_lower::compile_detailed(&program, target.as_ref(), &options)
         .map_err(|e| Failure::Runtime(format!("compiling {}: {e}", file.display())))?;
-    let text = render(file, target.name(), &compiled, &program, disassemble);
+    let text = render(
+        file,
+        target.name(),
+        &compiled.artifact,
+        Some((&compiled, &program)),
+        disassemble,
+    );
     out.bytes(text.as_bytes())
 }
 
+/// The listing of `artifact`; `compiled` (the compiler's kernel descriptions and the
+/// program) adds each kernel's description and fused instructions, which a loaded artifact
+/// does not keep.
 fn render(
     file: &Path,
     target: &str,
-    compiled: &Compilation,
-    program: &Program,
+    artifact: &accy_artifact::Artifact,
+    compiled: Option<(&Compilation, &Program)>,
     disassemble: bool,
 ) -> String {
-    let (artifact, kernels) = (&compiled.artifact, &compiled.kernels);
     let mut s = String::new();
     let scratch = artifact.plan.scratch_layout();
     let _ = writeln!(
@@ -90,9 +113,17 @@ fn render(
     for line in artifact.launch.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
-    for (i, (k, entry)) in kernels.iter().zip(&artifact.kernels).enumerate() {
-        let _ = write!(s, "\n{i}: {k}");
-        if let Some(sources) = compiled.sources.get(i).filter(|v| !v.is_empty()) {
+    for (i, entry) in artifact.kernels.iter().enumerate() {
+        match compiled.and_then(|(c, _)| c.kernels.get(i)) {
+            Some(k) => {
+                let _ = write!(s, "\n{i}: {k}");
+            }
+            None => {
+                let _ = writeln!(s, "\n{i}: kernel `{}`", entry.name);
+            }
+        }
+        let fused_from = compiled.and_then(|(c, p)| Some((c.sources.get(i)?, p)));
+        if let Some((sources, program)) = fused_from.filter(|(v, _)| !v.is_empty()) {
             let fused: Vec<String> = sources
                 .iter()
                 .filter_map(|&k| {

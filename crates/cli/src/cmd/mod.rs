@@ -109,20 +109,49 @@ pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(),
     )
 }
 
-/// `accy compile`: writes `file` as wire bytes, or as text with `as_text`, to `output`
-/// (`-` for stdout).
-pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Result<(), Failure> {
+/// What `accy compile` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompileTo {
+    /// Wire bytes.
+    Wire,
+    /// The text format.
+    Text,
+    /// A compiled artifact for `target` (the host's best when `None`), with float sums kept
+    /// exact when `exact`.
+    Artifact {
+        /// The code generator.
+        target: Option<TargetName>,
+        /// Never reassociate float sums.
+        exact: bool,
+    },
+}
+
+/// `accy compile`: writes `file` as wire bytes, text or a compiled artifact to `output` (`-`
+/// for stdout).
+pub fn compile(file: &Path, output: &Path, to: CompileTo, out: &mut Out) -> Result<(), Failure> {
     let program = load(file)?;
-    let bytes = if as_text {
-        text::print(&program).into_bytes()
-    } else {
-        accy_wire::encode(&program)
+    let bytes = match to {
+        CompileTo::Text => text::print(&program).into_bytes(),
+        CompileTo::Wire => accy_wire::encode(&program),
+        CompileTo::Artifact { target, exact } => session(target, exact, Some(1))?
+            .compile_program_artifact(&program)
+            .map_err(|e| Failure::session("compile", &e))?,
     };
     if output == Path::new("-") {
         return out.bytes(&bytes);
     }
     std::fs::write(output, &bytes)
         .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
+}
+
+/// True when `file` starts with the artifact magic (`accy compile --artifact` output). A file
+/// that cannot be read is not one; the caller's own read reports why.
+pub fn is_artifact(file: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0; accy_artifact::serial::MAGIC.len()];
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| accy_artifact::serial::has_magic(&head))
 }
 
 /// Reads, decodes or parses, and verifies a program file; an ONNX model (`*.onnx`) is

@@ -112,26 +112,89 @@ pub fn load_model(file: &Path, args: &ModelArgs, skip: &[&str]) -> Result<Loaded
         }
     };
     if let Some(path) = &args.weights_file {
-        // SAFETY: the file is one the user named for this command, which maps it for its own
-        // duration only; like every tool that maps its inputs, it relies on nobody truncating
-        // or rewriting the file meanwhile (which would end the process with SIGBUS or show
-        // the new bytes, never corrupt accy's own memory).
-        let mapped = unsafe { weights_file::map_safetensors(path, &loaded.program, skip) };
-        loaded.mapped = mapped.map_err(|e| match e {
-            WeightsFileError::Unknown { .. } | WeightsFileError::Mismatch { .. } => {
-                Failure::Usage(e.to_string())
-            }
-            WeightsFileError::Weights { .. } => Failure::Runtime(e.to_string()),
-            _ => Failure::Io(e.to_string()),
-        })?;
-        // ONNX initializers of the same names give way to the file's.
-        let mapped = &loaded.mapped;
-        loaded
-            .weights
-            .retain(|(name, _)| mapped.get(name).is_none());
-        loaded.weights_from = path.display().to_string();
+        map_weights_file(&mut loaded, path, skip)?;
     }
     Ok(loaded)
+}
+
+/// Maps the `.safetensors` file `path` as `loaded`'s weights (except those named in `skip`,
+/// which the command line gives); each must name a weight of the program and have its type.
+fn map_weights_file(loaded: &mut Loaded, path: &Path, skip: &[&str]) -> Result<(), Failure> {
+    // SAFETY: the file is one the user named for this command, which maps it for its own
+    // duration only; like every tool that maps its inputs, it relies on nobody truncating
+    // or rewriting the file meanwhile (which would end the process with SIGBUS or show
+    // the new bytes, never corrupt accy's own memory).
+    let mapped = unsafe { weights_file::map_safetensors(path, &loaded.program, skip) };
+    loaded.mapped = mapped.map_err(|e| match e {
+        WeightsFileError::Unknown { .. } | WeightsFileError::Mismatch { .. } => {
+            Failure::Usage(e.to_string())
+        }
+        WeightsFileError::Weights { .. } => Failure::Runtime(e.to_string()),
+        _ => Failure::Io(e.to_string()),
+    })?;
+    // ONNX initializers of the same names give way to the file's.
+    let mapped = &loaded.mapped;
+    loaded
+        .weights
+        .retain(|(name, _)| mapped.get(name).is_none());
+    loaded.weights_from = path.display().to_string();
+    Ok(())
+}
+
+/// A compiled artifact (`accy compile --artifact`) read from `file`: its bytes, and its
+/// interface as a program without instructions, for assembling argument values. The artifact
+/// keeps no input names, so its inputs are called `input0`, `input1`, …; its weights keep
+/// their names. Malformed bytes are exit 1, as for a program. Also returns the target the
+/// code was generated for.
+pub fn load_artifact(
+    file: &Path,
+    args: &ModelArgs,
+    skip: &[&str],
+) -> Result<(Loaded, Vec<u8>, accy_artifact::TargetSpec), Failure> {
+    if !args.shapes.is_empty() {
+        return Err(Failure::Usage(
+            "--shape applies to ONNX models (*.onnx); an artifact's shapes are fixed".into(),
+        ));
+    }
+    let bytes = super::buffer::read_file(file)?;
+    let artifact = accy_artifact::Artifact::from_bytes(&bytes)
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
+    let mut program = Program::default();
+    let plan = &artifact.plan;
+    for (n, id) in plan.input_slots().into_iter().enumerate() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Input, format!("input{n}"))?);
+    }
+    for (id, name) in plan.weight_slots() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Weight, name.to_owned())?);
+    }
+    let mut loaded = Loaded {
+        program,
+        weights: Vec::new(),
+        mapped: Weights::empty(),
+        weights_from: String::new(),
+    };
+    if let Some(path) = &args.weights_file {
+        map_weights_file(&mut loaded, path, skip)?;
+    }
+    Ok((loaded, bytes, artifact.target))
+}
+
+/// The parameter slot `id` stands for (validation guarantees input and weight slots a type).
+fn param(
+    plan: &accy_artifact::ArtifactPlan,
+    id: accy_artifact::SlotId,
+    kind: ParamKind,
+    name: String,
+) -> Result<accy_ir::Param, Failure> {
+    let ty = plan
+        .slot(id)
+        .and_then(|s| s.ty.clone())
+        .ok_or_else(|| Failure::Invalid(format!("artifact slot {id} has no type")))?;
+    Ok(accy_ir::Param { kind, name, ty })
 }
 
 /// Puts the ONNX initializers into `values` for every weight not given on the command line

@@ -99,7 +99,7 @@ impl<'w> ModelRecorder<'w> {
         let artifact = self
             .context
             .session()
-            .compile_artifact(program)
+            .compile_to_artifact(program)
             .map_err(Inner::into_error)?;
         self.kernels.push(artifact);
         Ok(Kernel {
@@ -134,7 +134,7 @@ impl<'w> ModelRecorder<'w> {
         let mut fragments = Vec::with_capacity(self.kernels.len());
         for artifact in &self.kernels {
             let loaded = session
-                .load_artifact(artifact, &weights)
+                .map_artifact(artifact, &weights)
                 .map_err(Inner::into_error)?;
             fragments.push(Fragment::new(loaded)?);
         }
