@@ -283,8 +283,7 @@ impl Session {
         if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
-        let artifact = accy_artifact::Artifact::from_bytes(bytes)
-            .map_err(|e| self.fail(Inner::Artifact(e)))?;
+        let artifact = Artifact::from_bytes(bytes).map_err(|e| self.fail(Inner::Artifact(e)))?;
         // SAFETY: `from_bytes` validated the artifact, and the caller promises its code came
         // from `accy_lower::compile` (this function's contract), whose kernels keep the
         // dispatch ABI for the launch plan stored beside them.
@@ -297,11 +296,7 @@ impl Session {
     /// # Safety
     ///
     /// As for `LoadedArtifact::load_with_weights`: the kernels keep the dispatch ABI.
-    unsafe fn install(
-        &self,
-        artifact: &accy_artifact::Artifact,
-        weights: &Weights,
-    ) -> Result<Handle, Error> {
+    unsafe fn install(&self, artifact: &Artifact, weights: &Weights) -> Result<Handle, Error> {
         // SAFETY: the caller keeps this function's contract, which is the callee's.
         let loaded = unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;

@@ -146,7 +146,15 @@ impl Exprs {
     /// emitter may call out for, no remainder or power) over at most two buffers. A memory-bound
     /// chain then reads its inputs once more instead of writing and rereading a temporary the
     /// size of its space (layer norm's `x - mean`, shared by the variance and the result).
-    pub(crate) fn is_recomputable(&self, root: ExprId) -> Result<bool, CompileError> {
+    /// With `expanded_math` (the compile replaces `exp`, `tanh`, `sigmoid` by vectorised node
+    /// sequences, `crate::math`) those count as arithmetic too: one expansion costs about a
+    /// cycle per element, less than a store and a reread (softmax's `exp(x - max)`, shared by
+    /// the sum and the division). Called out per element (exact mode), they do not.
+    pub(crate) fn is_recomputable(
+        &self,
+        root: ExprId,
+        expanded_math: bool,
+    ) -> Result<bool, CompileError> {
         use accy_ir::{BinaryOp, UnaryOp};
         let nodes = self.reachable(root)?;
         if nodes.len() > RECOMPUTE_NODES {
@@ -163,7 +171,8 @@ impl Exprs {
                     if !matches!(
                         op,
                         UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt
-                    ) =>
+                    ) && !(expanded_math
+                        && matches!(op, UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid)) =>
                 {
                     return Ok(false);
                 }

@@ -22,7 +22,8 @@
 //! - a fusible expression with more than one consumer (counting distinct consuming
 //!   instructions and outputs) is materialized once, unless it is cheap to recompute: it reads
 //!   no memory and has at most four nodes, or it is a short chain of plain arithmetic over at
-//!   most two buffers, which costs less to recompute than to store and reread
+//!   most two buffers (`exp`, `tanh` and `sigmoid` count as arithmetic when they will be
+//!   expanded into vector code), which costs less to recompute than to store and reread
 //!   (`Exprs::is_recomputable`); so is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
@@ -402,8 +403,9 @@ impl<'p> Planner<'p> {
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
         // An output is stored anyway, so its other consumers read it rather than recompute it.
         let output = program.outputs.iter().any(|o| o.value == v);
-        let shared =
-            uses > 1 && !self.exprs.is_cheap(e)? && (output || !self.exprs.is_recomputable(e)?);
+        let shared = uses > 1
+            && !self.exprs.is_cheap(e)?
+            && (output || !self.exprs.is_recomputable(e, self.options.expands_math())?);
         let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {

@@ -15,6 +15,8 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
     l.kernels.iter().filter_map(Kernel::as_loop).collect()
 }
 
+mod recompute;
+
 use super::{plan, plan_with, LoweredProgram};
 use crate::compile::Options;
 use crate::kernel::{IndexMap, Node};
