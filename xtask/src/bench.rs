@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: runs the criterion benchmarks and prints each median as a ratio to the
 //! reference measured in the same run (a bench whose name contains `reference`, in the same
 //! group), because absolute times on a shared 2-core machine say little on their own. Table
-//! benchmarks (`gemm`, `parallel`) are binaries of the separate `bench/` workspace (which keeps
+//! benchmarks (`gemm`, `parallel`, `memory`) are binaries of the separate `bench/` workspace (which keeps
 //! the reference crates out of the main build) and print their own table with its in-run
 //! references.
 
@@ -14,11 +14,12 @@ const BENCHES: &[(&str, &str, &str)] = &[
     ("invoke", "accy-session", "invoke"),
     ("gemm", "bench", "gemm"),
     ("parallel", "bench", "parallel"),
+    ("memory", "bench", "memory"),
 ];
 
 /// Benchmarks that are binaries of `bench/` and print their own table (with the in-run
 /// references it needs); the others are criterion's.
-const TABLES: &[&str] = &["gemm", "parallel"];
+const TABLES: &[&str] = &["gemm", "parallel", "memory"];
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut names = Vec::new();

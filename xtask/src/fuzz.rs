@@ -18,6 +18,10 @@ const TARGETS: &[(&str, &str)] = &[
         "onnx",
         "ONNX bytes -> import -> verify, weights, print -> parse, interpreter",
     ),
+    (
+        "artifact",
+        "artifact bytes (and resealed) -> from_bytes (checks, validate) -> to_bytes == input",
+    ),
 ];
 
 /// Seed inputs per target, relative to the repository root.
@@ -25,6 +29,7 @@ const SEEDS: &[(&str, &str)] = &[
     ("decode", "crates/wire/tests/golden"),
     ("parse", "crates/ir/tests/programs"),
     ("onnx", "fuzz/seeds/onnx"),
+    ("artifact", "fuzz/seeds/artifact"),
 ];
 
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -7,9 +7,11 @@
 //!   `RUSTC_BOOTSTRAP=1` (the stable toolchain ships the ASan runtime). The corpus is seeded
 //!   from the checked-in golden files, and a summary line reports executions per second.
 //! - `fuzz list`: the available targets.
-//! - `bench <compile|invoke|parallel|all> [--quick]`: criterion benchmarks, summarised as a
+//! - `bench <compile|invoke|gemm|parallel|memory|all> [--quick]`: criterion benchmarks, summarised as a
 //!   table of medians with ratios to the reference each group measures in the same run; table
 //!   benchmarks (`parallel`) print their own.
+//! - `ulp [--quick] [--threads N] [--samples N] [NAME...]`: the accuracy table of the generated
+//!   math (see `ulp.rs` and `docs/accuracy.md`).
 //! - `test [--no-emulator] [-- <args>]`: the README's test command: checks for (or, as root,
 //!   installs) the system packages the emulator tests build with, then runs
 //!   `cargo test --workspace --all-features --locked` (see `test.rs`).
@@ -28,6 +30,7 @@ mod bench;
 mod fuzz;
 mod onnx;
 mod test;
+mod ulp;
 
 use std::path::{Path, PathBuf};
 
@@ -39,12 +42,15 @@ usage: cargo xtask <command>
 commands:
   fuzz <target> [--seconds N] [--asan]   run a coverage-guided fuzzer (default 60 s)
   fuzz list                              list fuzz targets
-  bench <compile|invoke|parallel|all> [--quick]
+  bench <compile|invoke|gemm|parallel|memory|all> [--quick]
                                          run benchmarks; print medians and in-run ratios
   test [--no-emulator] [-- <args>]       check (as root: install) the emulator's apt packages,
                                          then cargo test --workspace --all-features --locked
   capi-header                            regenerate crates/capi/include/accy.h (cbindgen)
   onnx-conformance [--help]              run the ONNX backend node tests through accy
+  ulp [--quick] [--threads N] [--samples N] [NAME...]
+                                         max ULP error of each math function's generated code
+                                         (every f32 input; 10^7 f64 samples against MPFR)
 ";
 
 fn main() -> ExitCode {
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         Some("test") => test::test(&args[1..]),
         Some("capi-header") => capi_header(&args[1..]),
         Some("onnx-conformance") => onnx::run(&args[1..]),
+        Some("ulp") => ulp::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

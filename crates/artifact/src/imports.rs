@@ -1,8 +1,8 @@
 //! The runtime's import table: math functions generated code calls instead of inlining them.
 //!
 //! Emitters call an import where an instruction sequence of their own would be long or would
-//! not match the reference interpreter bit for bit (transcendentals, `fmod`, and rounding on ISA
-//! tiers without a rounding instruction). The runtime implements each import with the same
+//! not match the reference interpreter bit for bit (transcendentals, `fmod`, and rounding or
+//! fused multiply-add on ISA tiers without an instruction for it). The runtime implements each import with the same
 //! Rust functions the interpreter uses, so results are identical. Imports are reached through
 //! [`crate::DispatchState::imports`], never through absolute addresses in code, so artifacts
 //! stay position-independent.
@@ -26,7 +26,7 @@ pub enum Import {
     TanhF32,
     /// `f64 tanh(f64)`
     TanhF64,
-    /// `f32 sigmoid(f32)`: `1 / (1 + exp(-x))`
+    /// `f32 sigmoid(f32)`: the logistic function (`accy_math::sigmoid_f32`)
     SigmoidF32,
     /// `f64 sigmoid(f64)`
     SigmoidF64,
@@ -62,11 +62,16 @@ pub enum Import {
     RemF32,
     /// `f64 rem(f64, f64)`: `fmod`
     RemF64,
+    /// `f32 fma(f32 a, f32 b, f32 c)`: `a * b + c` rounded once (the kernel `Fma` node on
+    /// CPUs without an FMA instruction)
+    FmaF32,
+    /// `f64 fma(f64 a, f64 b, f64 c)`
+    FmaF64,
 }
 
 impl Import {
     /// Every import, in index order.
-    pub const ALL: [Import; 24] = [
+    pub const ALL: [Import; 26] = [
         Import::ExpF32,
         Import::ExpF64,
         Import::LogF32,
@@ -91,6 +96,8 @@ impl Import {
         Import::PowF64,
         Import::RemF32,
         Import::RemF64,
+        Import::FmaF32,
+        Import::FmaF64,
     ];
 
     /// Number of entries in the table.
@@ -112,6 +119,11 @@ impl Import {
             self,
             Import::PowF32 | Import::PowF64 | Import::RemF32 | Import::RemF64
         )
+    }
+
+    /// True for the three-argument imports (`fma`).
+    pub const fn is_ternary(self) -> bool {
+        matches!(self, Import::FmaF32 | Import::FmaF64)
     }
 
     /// True when the arguments and result are f64 (otherwise f32).

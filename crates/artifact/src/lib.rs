@@ -15,10 +15,15 @@
 //!   scratch) and their invariants, including how donation is expressed;
 //! - [`launch`]: [`LaunchPlan`], commands, regions, and their execution semantics;
 //! - [`abi`]: the fixed, versioned dispatch ABI every kernel follows;
+//! - [`model`]: [`model::ModelPlan`], one inference of a model as commands over its
+//!   allocations (weights and scratch) and its compiled fragments, and the rules
+//!   [`model::ModelPlan::validate`] checks before a runtime prepares inference slots for it;
 //! - [`imports`]: the math functions the runtime lends generated code through the ABI;
 //! - [`Artifact::validate`] (module `validate`): proves an artifact well formed and returns the
 //!   per-slot [`PlanSummary`] a runtime checks caller buffers against in one pass;
-//!   [`ArtifactError`] says why not.
+//!   [`ArtifactError`] says why not;
+//! - [`serial`]: the versioned file form ([`Artifact::to_bytes`], [`Artifact::from_bytes`]),
+//!   for shipping a compiled program; [`SerialError`] says why bytes were refused.
 //!
 //! A runtime must validate an artifact before loading it; validation guarantees that running
 //! the commands as described touches no byte outside the slots and never writes read-only
@@ -32,6 +37,8 @@ pub mod abi;
 mod error;
 pub mod imports;
 pub mod launch;
+pub mod model;
+pub mod serial;
 pub mod slots;
 pub mod target;
 mod validate;
@@ -40,6 +47,7 @@ pub use abi::DispatchState;
 pub use error::ArtifactError;
 pub use imports::Import;
 pub use launch::{Access, Binding, Command, LaunchPlan, Operand, Region};
+pub use serial::SerialError;
 pub use slots::{ArtifactPlan, DerivedSource, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
 pub use target::{Arch, CpuFeature, FeatureSet, TargetSpec, UnknownFeature};
 pub use validate::{PlanSummary, SlotUsage};

@@ -61,10 +61,17 @@ enum Command {
         #[command(flatten)]
         model: cmd::model::ModelArgs,
     },
-    /// Convert FILE to wire bytes (default) or, with --text, to the text format.
+    /// Convert FILE to wire bytes (default) or, with --text, to the text format; or, with
+    /// --artifact, compile it for this CPU into an artifact that `accy run` loads without
+    /// compiling.
     ///
     /// Example round trip: `accy compile prog.accy -o prog.accyb` then
     /// `accy compile prog.accyb --text -o -`.
+    ///
+    /// An artifact (`accy compile examples/mlp.accy --artifact -o mlp.accya`, then
+    /// `accy run mlp.accya`) holds machine code, constants and plans, not weights; it runs on
+    /// machines of the same architecture with the CPU features it was compiled for. Running
+    /// one runs its code: only run artifacts from a source you trust.
     Compile {
         /// Program file (text or wire).
         file: PathBuf,
@@ -72,11 +79,22 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// Write the text format instead of wire bytes.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "artifact")]
         text: bool,
+        /// Write a compiled artifact for this CPU (or --target) instead of wire bytes.
+        #[arg(long)]
+        artifact: bool,
+        #[arg(long, value_parser = cmd::parse_target, help = TARGET_HELP, requires = "artifact")]
+        target: Option<TargetName>,
+        /// With --artifact: never reassociate float sums (as for `run --exact`).
+        #[arg(long, requires = "artifact")]
+        exact: bool,
     },
-    /// Compile FILE for this CPU, run it once and summarise its outputs.
+    /// Compile FILE for this CPU (or load it, if it is an artifact from `accy compile
+    /// --artifact`), run it once and summarise its outputs.
     ///
+    /// An artifact's inputs are named input0, input1, … (it keeps no input names); its
+    /// weights keep theirs. Loading an artifact runs its code: run only trusted ones.
     /// Every input and weight not given on the command line is filled with seeded random
     /// values (floats uniform in [-1, 1), i32/i64 in [-100, 100], u8 in [0, 255], bool fair
     /// coin), the same for the same --seed. Each output is printed as its type, first values
@@ -87,7 +105,7 @@ enum Command {
     ///   accy run prog.accy --input x=@x.npy --input scale=2.5 --weight w=[1,2,3]
     #[command(verbatim_doc_comment)]
     Run {
-        /// Program file (text or wire).
+        /// Program file (text or wire), ONNX model, or compiled artifact.
         file: PathBuf,
         /// An input's value: `NAME=@file.npy`, or a literal in the text format's syntax
         /// (`x=[[1,2],[3,4]]`, a flat row-major list `x=[1,2,3,4]`, or a scalar `s=2.5`).
@@ -126,7 +144,16 @@ enum Command {
     /// input plus output bytes per invocation (weights are shown separately). When stderr is
     /// a terminal, a progress line appears once a run passes 2 seconds.
     ///
+    /// With --slots N the program runs as a model (the models API): its weights loaded once
+    /// (a --weights file is mapped, not copied) and packed once, a plan with N inference
+    /// slots, and the --concurrency callers sharing them (a caller finding every slot busy
+    /// waits its turn). It reports the weight bytes (given and packed, counted once however
+    /// many plans and slots use them), the scratch bytes of each slot and the slot count
+    /// instead of the compile time; --prepare FILE also times preparing FILE, another shape
+    /// of the same network, with the weights already loaded and packed.
+    ///
     /// Example: accy bench examples/mlp_b64.accy --seconds 5 --concurrency 2
+    /// Example: accy bench examples/mlp_b64.accy --slots 2 --concurrency 4 --prepare examples/mlp.accy
     Bench {
         /// Program file (text or wire).
         file: PathBuf,
@@ -144,6 +171,13 @@ enum Command {
         /// its own scratch and buffers.
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+        /// Run as a model with this many inference slots (1 to 256) shared by the callers.
+        #[arg(long)]
+        slots: Option<usize>,
+        /// With --slots: also time preparing this program (another shape of the same network,
+        /// with weights of the same names and types) for the loaded model.
+        #[arg(long, value_name = "FILE", requires = "slots")]
+        prepare: Option<PathBuf>,
         /// Seed of the random inputs and weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -204,7 +238,23 @@ fn main() -> ExitCode {
     let out = &mut out;
     let result = match cli.command {
         Command::Check { file, model } => cmd::check(&file, &model, out),
-        Command::Compile { file, output, text } => cmd::compile(&file, &output, text, out),
+        Command::Compile {
+            file,
+            output,
+            text,
+            artifact,
+            target,
+            exact,
+        } => {
+            let to = if artifact {
+                cmd::CompileTo::Artifact { target, exact }
+            } else if text {
+                cmd::CompileTo::Text
+            } else {
+                cmd::CompileTo::Wire
+            };
+            cmd::compile(&file, &output, to, out)
+        }
         Command::Run {
             file,
             inputs,
@@ -235,6 +285,8 @@ fn main() -> ExitCode {
             iters,
             seconds,
             concurrency,
+            slots,
+            prepare,
             seed,
             threads,
             target,
@@ -247,6 +299,8 @@ fn main() -> ExitCode {
                 iters,
                 seconds,
                 concurrency,
+                slots,
+                prepare,
                 seed,
                 threads,
                 target,

@@ -71,6 +71,66 @@ fn bench_refuses_bad_arguments() {
     assert_code(&accy(&["bench", "/nonexistent.accy"]), 3);
 }
 
+#[test]
+fn bench_with_slots_reports_weights_once_scratch_slots_and_prepare_time() {
+    let out = accy(&[
+        "bench",
+        &example("mlp.accy"),
+        "--slots",
+        "2",
+        "--concurrency",
+        "3",
+        "--iters",
+        "10",
+        "--warmup",
+        "1",
+        "--prepare",
+        &example("mlp_b64.accy"),
+    ]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    for needle in [
+        "with 3 concurrent callers over 2 inference slots",
+        "packed, shared by every plan and slot and counted once",
+        "slots       2 × ",
+        "mlp_b64.accy: median ",
+        "weights already loaded and packed",
+        "(30 invocations after 3 warm-up)",
+        "invocations/s",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    // 784·512 + 512 + 512·512 + 512 + 512·10 + 10 f32 weights, plus their packed forms.
+    let total = number_after(&text, "weights     ");
+    let given = number_after(&text, "bytes: ");
+    let packed = number_after(&text, "given + ");
+    assert_eq!(given, 2_678_824.0, "{text}");
+    assert!(packed > 0.0 && total == given + packed, "{text}");
+    let per_slot = number_after(&text, "slots       2 × ");
+    assert!(number_after(&text, "each (") == 2.0 * per_slot, "{text}");
+}
+
+#[test]
+fn bench_with_slots_refuses_bad_arguments() {
+    let file = example("mlp.accy");
+    assert_code(&accy(&["bench", &file, "--slots", "0"]), 2);
+    assert_code(&accy(&["bench", &file, "--slots", "100000"]), 2);
+    assert_code(&accy(&["bench", &file, "--prepare", &file]), 2);
+    // Another network's program is not a shape of this one.
+    let out = accy(&[
+        "bench",
+        &file,
+        "--slots",
+        "1",
+        "--iters",
+        "1",
+        "--prepare",
+        &example("softmax.accy"),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("invalid model"), "{}", stderr(&out));
+}
+
 /// The number after `label` in `text` (up to the next space).
 fn number_after(text: &str, label: &str) -> f64 {
     let at = text
@@ -174,7 +234,9 @@ fn inspect_shows_slots_commands_kernels_and_disassembly() {
         "0: kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced",
         "%0 = load b0[0 + 1000*i0 + i1] : f32",
         "store max over reduction dims",
-        "exp %",
+        // Default mode: `exp` is expanded into vector math (fused multiply-adds, bit casts).
+        "fma %",
+        "bitcast %",
         "code: ",
         "ret",
         "ymm",

@@ -55,6 +55,55 @@ fn npy_and_literal_values_run_and_outputs_are_written_as_npy() {
 }
 
 #[test]
+fn a_weights_file_is_used_and_a_weight_on_the_command_line_takes_precedence() {
+    let dir = scratch_dir("run-weights-file");
+    let prog = write(&dir, "affine.accy", AFFINE);
+    let w = Tensor::new(&[5], TensorData::F32(vec![10.0, 20.0, 30.0, 40.0, 50.0])).unwrap();
+    let file = dir.join("affine.safetensors");
+    std::fs::write(
+        &file,
+        accy_cli::weights_file::write(&[("w".into(), w)]).unwrap(),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            &prog,
+            "--input",
+            "x=[[0,0,0,0,0],[0,0,0,0,0],[1,1,1,1,1]]",
+            "--input",
+            "s=1",
+            "--weights",
+            file.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = accy(&args);
+        assert_code(&out, 0);
+        stdout(&out)
+    };
+    let text = run(&[]);
+    assert!(text.contains("1 weights from"), "{text}");
+    assert!(text.contains("= [10, 20, 30, 40, 50, 10, "), "{text}");
+    let text = run(&["--weight", "w=[1, 2, 3, 4, 5]"]);
+    assert!(text.contains("weight \"w\": f32[5] literal"), "{text}");
+    assert!(text.contains("= [1, 2, 3, 4, 5, 1, "), "{text}");
+    // A file tensor of another shape is refused, naming both sides.
+    let bad = Tensor::new(&[4], TensorData::F32(vec![0.0; 4])).unwrap();
+    std::fs::write(
+        &file,
+        accy_cli::weights_file::write(&[("w".into(), bad)]).unwrap(),
+    )
+    .unwrap();
+    let out = accy(&["run", &prog, "--weights", file.to_str().unwrap()]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("\"w\" is f32[4] in the file, but the program's weight is f32[5]"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn missing_values_are_seeded_random_and_repeatable() {
     let dir = scratch_dir("run-seeded");
     let prog = program("mlp_tiny.accy");

@@ -383,31 +383,18 @@ pub fn prepare_borrowed<'a>(
 
     scratch.reserve_for(loaded, executor.workers())?;
     let scratch_base = scratch.memory.as_mut_ptr();
-    let constants_base = loaded.constants_ptr();
     // `reserve_for` made room for every slot and binding, so the extends below never
     // allocate. Pointers to read-only memory are cast to `*mut` only because the ABI's
     // binding table has one type; validation proved no command writes those slots.
     scratch.bases.clear();
-    scratch.bases.extend(loaded.sources.iter().map(|source| {
-        match *source {
+    scratch
+        .bases
+        .extend(loaded.sources.iter().map(|&source| match source {
             SlotSource::Input(n) => inputs.get(n).map_or(dangling(), |b| b.as_ptr().cast_mut()),
             SlotSource::Output(n) => outputs.get_mut(n).map_or(dangling(), |b| b.as_mut_ptr()),
-            SlotSource::Weight(i) => loaded
-                .weights()
-                .ptr(i)
-                .map_or(dangling(), <*const u8>::cast_mut),
-            // SAFETY: `offset + slot size <= constants.len()` (validation; the block is a copy
-            // of the artifact's constants), so the result stays inside the block.
-            SlotSource::Constant(offset) => unsafe { constants_base.add(offset).cast_mut() },
-            // SAFETY: the scratch layout places the slot at `offset` with `offset + slot size
-            // <= layout size <= memory.len()` (`reserve_for` just ensured the last part).
-            SlotSource::Scratch(offset) => unsafe { scratch_base.add(offset) },
-            SlotSource::Derived(i) => loaded
-                .derived
-                .get(i)
-                .map_or(dangling(), |b| b.as_ptr().cast_mut()),
-        }
-    }));
+            // `reserve_for` just ensured the block holds the plan's whole scratch layout.
+            other => owned_base(loaded, other, scratch_base),
+        }));
     let bases = &scratch.bases;
     scratch.binding_ptrs.clear();
     scratch.binding_ptrs.extend(
@@ -425,8 +412,40 @@ pub fn prepare_borrowed<'a>(
     })
 }
 
+/// The base of a slot whose memory is not a caller buffer: weights, constants and derived
+/// blocks of `loaded`, or a scratch slot in `scratch_base`, a block holding at least
+/// `loaded`'s scratch layout. A dangling address for caller-buffer slots (not its business)
+/// and for anything missing (which validation and loading rule out).
+pub(crate) fn owned_base(
+    loaded: &LoadedArtifact,
+    source: SlotSource,
+    scratch_base: *mut u8,
+) -> *mut u8 {
+    match source {
+        SlotSource::Input(_) | SlotSource::Output(_) => dangling(),
+        SlotSource::Weight(i) => loaded
+            .weights()
+            .ptr(i)
+            .map_or(dangling(), <*const u8>::cast_mut),
+        SlotSource::Constant(offset) => match loaded.constants().get(offset..) {
+            // Validation proved `offset + slot size <= constants.len()` (the block is a copy
+            // of the artifact's constants).
+            Some(rest) => rest.as_ptr().cast_mut(),
+            None => dangling(),
+        },
+        // The scratch layout places the slot at `offset` with `offset + slot size <= layout
+        // size`, inside the caller's block; `wrapping_add` keeps computing the address free
+        // of that promise (only dereferencing it relies on it).
+        SlotSource::Scratch(offset) => scratch_base.wrapping_add(offset),
+        SlotSource::Derived(i) => loaded
+            .derived
+            .get(i)
+            .map_or(dangling(), |b| b.as_ptr().cast_mut()),
+    }
+}
+
 /// A non-null address never dereferenced: what zero-length regions get.
-fn dangling() -> *mut u8 {
+pub(crate) fn dangling() -> *mut u8 {
     NonNull::<u8>::dangling().as_ptr()
 }
 

@@ -6,7 +6,8 @@
 //! (`accy_artifact::SlotRole::Derived`), and the block lives in the bound [`Weights`]: the
 //! first artifact that needs `(weight, layout)` computes it, every later one bound to the same
 //! weights (a plan for another batch size, say) shares it, and [`Weights::weight_bytes`]
-//! counts it once. A derived slot of a constant belongs to its artifact alone.
+//! counts it once. A derived slot of a constant belongs to its artifact alone. Either way the
+//! block is made read-only once computed (module `pages`).
 
 use std::sync::Arc;
 
@@ -14,9 +15,9 @@ use accy_artifact::{Artifact, DerivedSource, SlotId, SlotRole};
 
 use crate::aligned::AlignedBytes;
 use crate::binding::region_ptr;
-use crate::cpu::CpuInfo;
 use crate::fpenv::FpEnvGuard;
 use crate::loaded::{LoadError, LoadedArtifact, SlotSource};
+use crate::pages::{FrozenPages, Pages, PagesFailure};
 use crate::pool::Inline;
 use crate::run::{execute, Workers};
 use crate::steps::Steps;
@@ -26,11 +27,10 @@ use crate::steps::Steps;
 pub(crate) fn compute(
     loaded: &LoadedArtifact,
     artifact: &Artifact,
-    cpu: &CpuInfo,
-) -> Result<Vec<Arc<AlignedBytes>>, LoadError> {
+) -> Result<Vec<Arc<FrozenPages>>, LoadError> {
     let mut blocks = Vec::new();
     for (slot, source, layout) in artifact.plan.derived_slots() {
-        let make = || derive(loaded, artifact, slot, cpu);
+        let make = || derive(loaded, artifact, slot);
         let block = match source {
             DerivedSource::Weight(name) => loaded.weights().derived(name, layout, make)?,
             DerivedSource::Constant(_) => Arc::new(make()?),
@@ -40,13 +40,13 @@ pub(crate) fn compute(
     Ok(blocks)
 }
 
-/// Runs the setup commands that write `slot` into a fresh block.
+/// Runs the setup commands that write `slot` into a fresh block of pages, then makes the
+/// block read-only.
 fn derive(
     loaded: &LoadedArtifact,
     artifact: &Artifact,
     slot: SlotId,
-    cpu: &CpuInfo,
-) -> Result<AlignedBytes, LoadError> {
+) -> Result<FrozenPages, LoadError> {
     let info = artifact
         .plan
         .slot(slot)
@@ -58,14 +58,16 @@ fn derive(
         alignment: info.alignment,
     };
     let bytes = usize::try_from(info.byte_size).map_err(|_| too_large())?;
-    let alignment = usize::try_from(info.alignment)
-        .map_err(|_| too_large())?
-        .max(cpu.preferred_buffer_alignment());
-    let out_of_memory = |failure: crate::aligned::AllocFailure| LoadError::OutOfMemory {
+    // The block starts on a page, which satisfies any alignment up to a page.
+    let page = crate::sys::page_size();
+    if usize::try_from(info.alignment).map_or(true, |a| a > page) {
+        return Err(too_large());
+    }
+    let pages_out_of_memory = |failure: PagesFailure| LoadError::OutOfMemory {
         bytes: failure.bytes,
-        alignment: failure.alignment,
+        alignment: page,
     };
-    let mut block = AlignedBytes::zeroed(bytes, alignment).map_err(out_of_memory)?;
+    let mut block = Pages::new(bytes).map_err(pages_out_of_memory)?;
 
     let mut steps = Steps::default();
     for command in &artifact.setup.commands {
@@ -107,7 +109,10 @@ fn derive(
         loaded.worker_scratch_stride(),
         accy_artifact::abi::WORKER_SCRATCH_ALIGN as usize,
     )
-    .map_err(out_of_memory)?;
+    .map_err(|failure| LoadError::OutOfMemory {
+        bytes: failure.bytes,
+        alignment: failure.alignment,
+    })?;
     let workers = Workers {
         base: worker.as_mut_ptr(),
         stride: loaded.worker_scratch_stride() as u64,
@@ -123,5 +128,76 @@ fn derive(
     // worker).
     unsafe { execute(loaded, &Inline, &workers, &steps, &bases, &binding_ptrs) }
         .map_err(|source| LoadError::Setup { slot, source })?;
-    Ok(block)
+    block.freeze().map_err(pages_out_of_memory)
+}
+
+#[cfg(test)]
+mod tests {
+    use accy_artifact::{
+        Arch, Artifact, Command, DerivedSource, FeatureSet, Region, Slot, SlotRole, TargetSpec,
+    };
+    use accy_ir::{DType, Type};
+
+    use crate::test_support::mapping_perms;
+    use crate::{CpuInfo, LoadedArtifact, Scratch, Tier, Weights};
+
+    /// Weight `w` (8 bytes) copied by a setup command into a derived slot, which the run
+    /// copies to output 0.
+    fn artifact() -> Artifact {
+        let mut a = Artifact::new(TargetSpec::new(Arch::host().unwrap(), FeatureSet::EMPTY));
+        let ty = Type::new(DType::U8, &[8]);
+        let w = a
+            .plan
+            .add(Slot::typed(SlotRole::Weight("w".into()), ty.clone(), 1).unwrap())
+            .unwrap();
+        let derived = a
+            .plan
+            .add(Slot {
+                role: SlotRole::Derived {
+                    source: DerivedSource::Weight("w".into()),
+                    layout: "copy".into(),
+                },
+                byte_size: 8,
+                alignment: 1,
+                ty: None,
+            })
+            .unwrap();
+        let out = a
+            .plan
+            .add(Slot::typed(SlotRole::Output(0), ty, 1).unwrap())
+            .unwrap();
+        a.setup.push(Command::Copy {
+            src: Region::new(w, 0, 8),
+            dst: Region::new(derived, 0, 8),
+        });
+        a.launch.push(Command::Copy {
+            src: Region::new(derived, 0, 8),
+            dst: Region::new(out, 0, 8),
+        });
+        a
+    }
+
+    #[test]
+    fn derived_blocks_are_computed_once_and_read_only() {
+        let weights = Weights::new(&[("w", &[1, 2, 3, 4, 5, 6, 7, 8])]).unwrap();
+        let cpu = CpuInfo::detect_with_max_tier(Tier::Native);
+        // SAFETY: the artifact has no machine code, only copies.
+        let first =
+            unsafe { LoadedArtifact::load_with_weights(&artifact(), &cpu, &weights) }.unwrap();
+        // SAFETY: as above.
+        let second =
+            unsafe { LoadedArtifact::load_with_weights(&artifact(), &cpu, &weights) }.unwrap();
+        assert_eq!(weights.derived_count(), 1);
+        assert_eq!(first.derived[0].as_ptr(), second.derived[0].as_ptr());
+        let perms = mapping_perms(first.derived[0].as_ptr() as usize).unwrap();
+        assert!(
+            perms.starts_with("r--"),
+            "the packed form is on {perms} pages"
+        );
+        let mut out = [0u8; 8];
+        second
+            .invoke(&[], &mut [&mut out], &mut Scratch::new())
+            .unwrap();
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8]);
+    }
 }

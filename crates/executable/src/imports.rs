@@ -2,7 +2,8 @@
 //! per [`Import`], and [`IMPORT_TABLE`], their addresses in index order.
 //!
 //! Each function calls the `accy_math` function the reference interpreter (`accy_ir::interp`)
-//! evaluates for the matching op — one definition shared by both — so generated code that
+//! evaluates for the matching op (for `fma`, the one the kernel interpreter evaluates an `Fma`
+//! node with) — one definition shared by both — so generated code that
 //! calls an import gets the interpreter's result bit for bit (the tests check this on a sweep
 //! of special and ordinary values).
 //!
@@ -35,6 +36,7 @@ imports! {
     round_f32(x): f32 => round; round_f64(x): f64 => round;
     pow_f32(a, b): f32 => pow; pow_f64(a, b): f64 => pow;
     rem_f32(a, b): f32 => rem; rem_f64(a, b): f64 => rem;
+    fma_f32(a, b, c): f32 => fma; fma_f64(a, b, c): f64 => fma;
 }
 
 /// The implementation of one import as a typed function pointer, for callers in Rust (tests,
@@ -49,6 +51,10 @@ pub enum ImportFn {
     BinaryF32(extern "C" fn(f32, f32) -> f32),
     /// `f64 f(f64, f64)`.
     BinaryF64(extern "C" fn(f64, f64) -> f64),
+    /// `f32 f(f32, f32, f32)`.
+    TernaryF32(extern "C" fn(f32, f32, f32) -> f32),
+    /// `f64 f(f64, f64, f64)`.
+    TernaryF64(extern "C" fn(f64, f64, f64) -> f64),
 }
 
 impl ImportFn {
@@ -56,7 +62,7 @@ impl ImportFn {
     /// match is exhaustive, so an import added to `accy-artifact` without an implementation
     /// here does not compile.
     pub const fn of(import: Import) -> ImportFn {
-        use ImportFn::{BinaryF32, BinaryF64, UnaryF32, UnaryF64};
+        use ImportFn::{BinaryF32, BinaryF64, TernaryF32, TernaryF64, UnaryF32, UnaryF64};
         match import {
             Import::ExpF32 => UnaryF32(exp_f32),
             Import::ExpF64 => UnaryF64(exp_f64),
@@ -82,6 +88,8 @@ impl ImportFn {
             Import::PowF64 => BinaryF64(pow_f64),
             Import::RemF32 => BinaryF32(rem_f32),
             Import::RemF64 => BinaryF64(rem_f64),
+            Import::FmaF32 => TernaryF32(fma_f32),
+            Import::FmaF64 => TernaryF64(fma_f64),
         }
     }
 
@@ -92,6 +100,8 @@ impl ImportFn {
             ImportFn::UnaryF64(f) => f as *const (),
             ImportFn::BinaryF32(f) => f as *const (),
             ImportFn::BinaryF64(f) => f as *const (),
+            ImportFn::TernaryF32(f) => f as *const (),
+            ImportFn::TernaryF64(f) => f as *const (),
         }
     }
 }

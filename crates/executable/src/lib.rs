@@ -13,13 +13,18 @@
 //! - [`loaded`]: [`LoadedArtifact::load`] / [`LoadedArtifact::load_with_weights`] validate an
 //!   artifact, refuse it unless its architecture and features match the host's [`CpuInfo`],
 //!   publish its code, copy its constants into aligned memory and bind its weights.
-//! - [`weights`]: [`Weights`], immutable named weights copied once and shared (an `Arc`) by
-//!   every artifact bound to them, counted once.
+//! - [`weights`]: [`Weights`], immutable named weights on read-only pages (copied once, or
+//!   used in place from a file mapping), shared (an `Arc`) by every artifact bound to them,
+//!   counted once; the packed forms computed from them live on read-only pages too.
 //! - [`binding`]: [`prepare_borrowed`] checks caller buffers against the plan summary in one
 //!   pass (counts, exact sizes, alignment, no output overlapping another buffer) and binds
 //!   every slot; [`Scratch`] is the caller-owned, reusable memory of a run.
 //! - [`run()`]: executes the launch plan (fill, copy, dispatch); after warm-up it allocates
 //!   nothing. [`LoadedArtifact::invoke`] does both steps.
+//! - [`inference`]: [`PreparedPlan`], a validated model plan (`accy_artifact::model`) over
+//!   loaded fragments and shared weights, with a bounded number of inference slots, each
+//!   owning private scratch at fixed addresses; [`slot_pool`]: [`SlotPool`], the
+//!   first-come-first-served lending of those slots.
 //! - [`imports`]: the import table generated code calls for transcendental math, implemented
 //!   with exactly the reference interpreter's functions so results match bit for bit.
 //! - [`pool`]: the [`Executor`] a run spreads a dispatch's workgroups over, and
@@ -53,6 +58,8 @@
 //!   each with its own buffers and its own [`Scratch`].
 //! - [`Scratch`] is `Send` but used by one run at a time (`&mut`); [`Bindings`] borrows the
 //!   buffers and the scratch of one run. The import table is an immutable `static`.
+//! - [`PreparedPlan`] is `Send + Sync` (checked at compile time): its runs take `&self`, each
+//!   on an inference slot it holds alone for the run.
 //!
 //! Unix only (it maps memory with `mmap`/`mprotect`).
 
@@ -67,10 +74,13 @@ pub mod fpenv;
 #[cfg(any(test, feature = "testing"))]
 pub mod guard;
 pub mod imports;
+pub mod inference;
 pub mod loaded;
 mod overlap;
+mod pages;
 pub mod pool;
 mod run;
+pub mod slot_pool;
 mod steps;
 mod sys;
 #[cfg(test)]
@@ -90,8 +100,10 @@ pub use fpenv::FpEnvGuard;
 #[cfg(any(test, feature = "testing"))]
 pub use guard::{GuardError, GuardedBuffer};
 pub use imports::{ImportFn, ImportTable, IMPORT_TABLE};
+pub use inference::{PlanParts, PrepareError, PreparedPlan, RunError};
 pub use loaded::{load, LoadError, LoadedArtifact};
 pub use pool::{Executor, Inline, PoolError, ThreadPool};
 pub use run::{run, InvokeError, LaunchError};
+pub use slot_pool::{SlotGuard, SlotPool};
 pub use sys::{Errno, Protection};
-pub use weights::{WeightError, Weights};
+pub use weights::{MappedWeight, WeightError, Weights};

@@ -29,6 +29,7 @@ use crate::aligned::AlignedBytes;
 use crate::code_memory::{CodeMemory, CodeMemoryError};
 use crate::cpu::{CpuInfo, Tier};
 use crate::derive;
+use crate::pages::FrozenPages;
 use crate::run::LaunchError;
 use crate::steps::Steps;
 use crate::weights::Weights;
@@ -112,8 +113,9 @@ pub enum LoadError {
         /// The weight's size.
         actual: usize,
     },
-    /// A weight slot asks for more alignment than [`Weights::ALIGNMENT`].
-    #[error("weight slot {slot} ({name:?}) needs alignment {required}, but weights are aligned to {provided}")]
+    /// A weight slot asks for more alignment than its weight's address has (copied weights
+    /// have at least [`Weights::ALIGNMENT`]; mapped ones what their place in the file gives).
+    #[error("weight slot {slot} ({name:?}) needs alignment {required}, but the weight is aligned to {provided}")]
     WeightAlignment {
         /// The weight slot.
         slot: SlotId,
@@ -121,7 +123,7 @@ pub enum LoadError {
         name: String,
         /// The slot's alignment.
         required: u64,
-        /// [`Weights::ALIGNMENT`].
+        /// The alignment of the weight's address (up to a page).
         provided: usize,
     },
     /// There was no memory for the constants.
@@ -218,7 +220,7 @@ pub struct LoadedArtifact {
     worker_scratch_stride: usize,
     pub(crate) sources: Vec<SlotSource>,
     /// The memory of each derived slot, in slot order ([`SlotSource::Derived`] indexes it).
-    pub(crate) derived: Vec<Arc<AlignedBytes>>,
+    pub(crate) derived: Vec<Arc<FrozenPages>>,
     pub(crate) steps: Steps,
 }
 
@@ -363,7 +365,7 @@ impl LoadedArtifact {
             derived: Vec::new(),
             steps,
         };
-        loaded.derived = derive::compute(&loaded, artifact, cpu)?;
+        loaded.derived = derive::compute(&loaded, artifact)?;
         Ok(loaded)
     }
 
@@ -479,12 +481,13 @@ fn slot_sources(
                         actual,
                     });
                 }
-                if slot.alignment > Weights::ALIGNMENT as u64 {
+                let provided = weights.alignment_of(index);
+                if slot.alignment > provided as u64 {
                     return Err(LoadError::WeightAlignment {
                         slot: id,
                         name: name.clone(),
                         required: slot.alignment,
-                        provided: Weights::ALIGNMENT,
+                        provided,
                     });
                 }
                 SlotSource::Weight(index)

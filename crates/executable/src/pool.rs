@@ -93,12 +93,16 @@ struct Shared {
     caller_sleeps: AtomicBool,
     /// Set once, when the pool is dropped.
     shutdown: AtomicBool,
+    /// Workers that have started running [`Shared::worker_loop`].
+    started: AtomicUsize,
     /// Held by the one caller whose job is published.
     busy: Mutex<()>,
     /// What sleeping workers and callers wait on (the data is unused: the atomics carry it).
     lock: Mutex<()>,
     wake: Condvar,
     finished: Condvar,
+    /// Signalled by each worker as it starts.
+    ready: Condvar,
 }
 
 impl Shared {
@@ -145,6 +149,11 @@ impl Shared {
     /// A worker thread's life: wait for a new epoch (spin, then sleep), work, repeat.
     fn worker_loop(&self, worker: usize) {
         crate::fpenv::set_default();
+        {
+            let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.ready.notify_all();
+        }
         let mut seen = self.epoch();
         loop {
             let spin_until = Instant::now() + SPIN;
@@ -213,7 +222,7 @@ pub struct PoolError {
 
 impl ThreadPool {
     /// A pool in which `size` threads (the caller and `size - 1` started here; at least 1)
-    /// work on a dispatch. Size 1 starts no thread.
+    /// work on a dispatch. Size 1 starts no thread. Returns once every started thread runs.
     pub fn new(size: usize) -> Result<ThreadPool, PoolError> {
         let size = size.max(1);
         let shared = Arc::new(Shared {
@@ -224,10 +233,12 @@ impl ThreadPool {
             sleepers: AtomicUsize::new(0),
             caller_sleeps: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
+            started: AtomicUsize::new(0),
             busy: Mutex::new(()),
             lock: Mutex::new(()),
             wake: Condvar::new(),
             finished: Condvar::new(),
+            ready: Condvar::new(),
         });
         let mut pool = ThreadPool {
             shared,
@@ -246,6 +257,22 @@ impl ThreadPool {
                 })?;
             pool.threads.push(thread);
         }
+        // Wait until every worker runs: a thread's start-up (the standard library's
+        // per-thread setup allocates) then lies inside `new`, never inside a later dispatch,
+        // however late a loaded host schedules the new threads.
+        let mut guard = pool
+            .shared
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while pool.shared.started.load(Ordering::SeqCst) < size - 1 {
+            guard = pool
+                .shared
+                .ready
+                .wait(guard)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(guard);
         Ok(pool)
     }
 

@@ -1,5 +1,5 @@
 //! Thin, checked wrappers over the kernel's anonymous-mapping calls (`mmap`, `mprotect`,
-//! `munmap`), shared by [`crate::code_memory`] and [`crate::guard`].
+//! `munmap`), shared by [`crate::code_memory`], [`crate::pages`] and `guard`.
 //!
 //! Every wrapper returns the `errno` of a failed call instead of panicking, so callers can
 //! turn it into their own error variant with the sizes involved.
@@ -38,6 +38,8 @@ pub enum Protection {
     ReadWrite,
     /// Readable and executable, never writable (published code).
     ReadExecute,
+    /// Readable only (frozen weights and their packed forms).
+    ReadOnly,
 }
 
 impl Protection {
@@ -46,6 +48,7 @@ impl Protection {
             Protection::None => libc::PROT_NONE,
             Protection::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
             Protection::ReadExecute => libc::PROT_READ | libc::PROT_EXEC,
+            Protection::ReadOnly => libc::PROT_READ,
         }
     }
 }
@@ -56,6 +59,7 @@ impl fmt::Display for Protection {
             Protection::None => "none",
             Protection::ReadWrite => "read+write",
             Protection::ReadExecute => "read+execute",
+            Protection::ReadOnly => "read-only",
         })
     }
 }

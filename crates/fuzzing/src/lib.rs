@@ -57,6 +57,45 @@ pub fn check_parse(source: &str) -> Outcome {
     outcome
 }
 
+/// Reads `bytes` as an artifact, and again with the checksum field recomputed (so mutations
+/// reach the section decoder and the validator, not only the checksum). Whatever reads must
+/// have passed validation and write back to exactly the bytes read (the encoding is
+/// canonical). Returns the outcome of the resealed read. Never runs or maps any code.
+pub fn check_artifact(bytes: &[u8]) -> Outcome {
+    check_artifact_read(bytes);
+    // The checksum covers every byte but its own four, at offset 56 (`accy_artifact::serial`).
+    if bytes.len() < 64 {
+        return Outcome::Rejected;
+    }
+    let mut sealed = bytes.to_vec();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&sealed[..56]);
+    h.update(&sealed[60..]);
+    sealed[56..60].copy_from_slice(&h.finalize().to_le_bytes());
+    check_artifact_read(&sealed)
+}
+
+fn check_artifact_read(bytes: &[u8]) -> Outcome {
+    use accy_artifact::{Artifact, SerialError};
+    match Artifact::from_bytes(bytes) {
+        Ok(artifact) => {
+            if let Err(e) = artifact.validate() {
+                panic!("from_bytes returned an artifact that fails validation: {e}");
+            }
+            match artifact.to_bytes() {
+                Ok(again) => assert!(
+                    again == bytes,
+                    "an artifact read did not write back identically"
+                ),
+                Err(e) => panic!("an artifact read could not be written: {e}"),
+            }
+            Outcome::Valid
+        }
+        Err(SerialError::Invalid(_)) => Outcome::Invalid,
+        Err(_) => Outcome::Rejected,
+    }
+}
+
 fn check_valid(program: &Program) -> Outcome {
     if verify(program).is_err() {
         return Outcome::Invalid;
@@ -101,6 +140,31 @@ mod tests {
                 check_decode(&golden[..len]),
                 Outcome::Valid,
                 "truncated to {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn artifact_seeds_their_truncations_and_flips() {
+        for seed in [
+            &include_bytes!("../../../fuzz/seeds/artifact/neg.accya")[..],
+            &include_bytes!("../../../fuzz/seeds/artifact/softmax.accya")[..],
+        ] {
+            assert_eq!(check_artifact(seed), Outcome::Valid);
+            for len in (0..seed.len()).step_by(7) {
+                assert_ne!(check_artifact(&seed[..len]), Outcome::Valid, "{len}");
+            }
+            let mut reached_validation = false;
+            for at in 64..seed.len() {
+                let mut bad = seed.to_vec();
+                bad[at] ^= 0x5a;
+                // Unsealed, every flip is refused; resealed, some are valid (code bytes).
+                assert_ne!(check_artifact_read(&bad), Outcome::Valid, "byte {at}");
+                reached_validation |= check_artifact(&bad) == Outcome::Invalid;
+            }
+            assert!(
+                reached_validation,
+                "resealed flips never reached the validator"
             );
         }
     }

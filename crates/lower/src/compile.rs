@@ -30,6 +30,11 @@ pub struct Options {
     /// The contraction register tiles `(rows, columns)` for f32 and f64; [`compile`] sets them
     /// from the target ([`Target::micro_tile`]).
     pub micro_tiles: [(u64, u64); 2],
+    /// Whether the target has a fused multiply-add; [`compile`] sets it from the target
+    /// ([`Target::has_fma`]). In default mode ([`Options::reassociate`]) it lets transcendentals
+    /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
+    /// import table.
+    pub fma: bool,
 }
 
 impl Default for Options {
@@ -42,6 +47,7 @@ impl Default for Options {
                 l2: 512 << 10,
             },
             micro_tiles: [(6, 16), (6, 8)],
+            fma: false,
         }
     }
 }
@@ -77,10 +83,17 @@ impl Options {
         self
     }
 
-    /// These options with the register tiles of `target`.
+    /// These options with the register tiles and FMA flag of `target`.
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
+        self.fma = target.has_fma();
         self
+    }
+
+    /// Whether compiles with these options expand transcendentals (`crate::math`): default
+    /// mode on a target with FMA.
+    pub(crate) fn expands_math(&self) -> bool {
+        self.reassociate && self.fma
     }
 
     /// The contraction register tile for `dtype`.
@@ -101,10 +114,14 @@ pub struct Compilation {
     pub artifact: Artifact,
     /// The kernels, in the artifact's kernel order; each prints itself (`Display`).
     pub kernels: Vec<Kernel>,
+    /// For each kernel, the program's instructions (by index, ascending) whose work it does:
+    /// what the kernel fused.
+    pub sources: Vec<Vec<u32>>,
 }
 
-/// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), emits
-/// the kernels' code and assembles an [`Artifact`] that has passed
+/// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), in
+/// default mode expands transcendentals into vector math (`crate::math`), emits the kernels'
+/// code and assembles an [`Artifact`] that has passed
 /// [`Artifact::validate`]. Never panics; every failure is a [`CompileError`].
 pub fn compile(
     program: &Program,
@@ -122,13 +139,21 @@ pub fn compile_detailed(
 ) -> Result<Compilation, CompileError> {
     accy_ir::verify(program).map_err(CompileError::Invalid)?;
     let options = options.clone().for_target(target);
-    let lowered = plan_with(program, &options)?;
+    let mut lowered = plan_with(program, &options)?;
+    if options.expands_math() {
+        crate::math::expand(&mut lowered.kernels)?;
+    }
     let code = target.emit(&lowered.kernels, &options)?;
     let kernels = lowered.kernels.clone();
+    let sources = lowered.sources.clone();
     let mut artifact = lowered.into_artifact(target.spec(), code)?;
     artifact.blocking = options.caches;
     artifact.validate()?;
-    Ok(Compilation { artifact, kernels })
+    Ok(Compilation {
+        artifact,
+        kernels,
+        sources,
+    })
 }
 
 impl LoweredProgram {

@@ -17,6 +17,7 @@ mod compile;
 mod emit;
 mod error;
 pub mod kernel;
+mod math;
 mod plan;
 pub mod target;
 #[cfg(any(test, feature = "testing"))]

@@ -35,6 +35,14 @@ pub trait Target: Send + Sync + std::fmt::Debug {
     /// and panels the right operand to its width (see `crate::emit::contraction`).
     fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64);
 
+    /// Whether this target's code may use a fused multiply-add instruction everywhere (the
+    /// vector paths and scalar code). In default mode [`crate::compile()`] then expands
+    /// transcendentals into node sequences built on `Fma` (see `crate::math`); without one
+    /// they call the runtime's import table. The default is `false`.
+    fn has_fma(&self) -> bool {
+        false
+    }
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
     /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed [`Kernel::validate`].
     /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an

@@ -8,8 +8,10 @@
 //! expansions against them. Because all three call the same code, exact mode is bit-identical
 //! to the interpreter by construction instead of by keeping copies in sync.
 //!
-//! The functions are the platform's (`std`) implementations, `libm` for `erf` (std has none);
-//! the op semantics in `accy_ir::Op` name the function each op uses. Both f32 and f64 forms
+//! The functions are the platform's (`std`) implementations, `libm` for `erf` (std has none),
+//! except `sigmoid`, which is written here ([`sigmoid_f32`], [`sigmoid_f64`]) so that it meets
+//! the 1-ULP bound of the op and stays positive where `1 / (1 + exp(-x))` would underflow to
+//! 0; the op semantics in `accy_ir::Op` name the function each op uses. Both f32 and f64 forms
 //! exist for every function, through the [`Float`] trait, so generic code (the interpreter's
 //! macros, sweeps in tests) reaches them by type.
 
@@ -24,7 +26,8 @@ pub trait Float: Copy {
     fn log(self) -> Self;
     /// `tanh(x)`: the `tanh` op.
     fn tanh(self) -> Self;
-    /// `1 / (1 + exp(-x))`: the `sigmoid` op.
+    /// The logistic function `1 / (1 + exp(-x))`: the `sigmoid` op. Within 1 ULP of the
+    /// correctly rounded value and positive wherever that is (see [`sigmoid_f64`]).
     fn sigmoid(self) -> Self;
     /// The error function: the `erf` op (`libm`'s `erf`/`erff`).
     fn erf(self) -> Self;
@@ -42,10 +45,13 @@ pub trait Float: Copy {
     fn pow(self, b: Self) -> Self;
     /// C `fmod(a, b)`, exact, with the sign of `a`: the float `rem` op.
     fn rem(self, b: Self) -> Self;
+    /// `a * b + c` with one rounding (IEEE fusedMultiplyAdd): the kernel `Fma` node, which
+    /// generated code calls on CPUs without an FMA instruction.
+    fn fma(self, b: Self, c: Self) -> Self;
 }
 
 macro_rules! float_impl {
-    ($t:ident, $erf:path) => {
+    ($t:ident, $erf:path, $sigmoid:path) => {
         impl Float for $t {
             fn exp(self) -> $t {
                 $t::exp(self)
@@ -57,7 +63,7 @@ macro_rules! float_impl {
                 $t::tanh(self)
             }
             fn sigmoid(self) -> $t {
-                1.0 / (1.0 + $t::exp(-self))
+                $sigmoid(self)
             }
             fn erf(self) -> $t {
                 $erf(self)
@@ -83,12 +89,44 @@ macro_rules! float_impl {
             fn rem(self, b: $t) -> $t {
                 self % b
             }
+            fn fma(self, b: $t, c: $t) -> $t {
+                $t::mul_add(self, b, c)
+            }
         }
     };
 }
 
-float_impl!(f32, libm::erff);
-float_impl!(f64, libm::erf);
+float_impl!(f32, libm::erff, sigmoid_f32);
+float_impl!(f64, libm::erf, sigmoid_f64);
+
+/// The f32 logistic function, evaluated in f64 and rounded once: the f64 value is within
+/// about 2^-52 relative of the true one, so the result is the correctly rounded f32 except
+/// where the true value lies within that distance of a rounding boundary (then it is off by
+/// at most 1 ULP). `exp(-x)` of an f32 cannot overflow to a wrong answer in f64: below
+/// x ≈ -709.8 it is +inf and the result is +0, as the true value (< 2^-1000) rounds to.
+pub fn sigmoid_f32(x: f32) -> f32 {
+    (1.0 / (1.0 + (-f64::from(x)).exp())) as f32
+}
+
+/// The f64 logistic function, within 1 ULP and positive wherever the true value is.
+///
+/// `1 / (1 + exp(-x))` as written loses in two places: `exp(-x)` overflows below x ≈ -709.8,
+/// giving 0 where the true value is still a (subnormal) positive number, and the rounding of
+/// `1 + e` adds up to a full ULP. So with `e = exp(-|x|)`, which never overflows, this takes
+/// `1 / (1 + e)` for x ≥ 0 and `e / (1 + e)` for x < 0, and corrects the quotient `q = n / s`
+/// (s = 1 + e rounded) for both the division's and the addition's rounding: the exact
+/// residual `n - q·s` (one FMA) minus `q·t`, where `t = e - (s - 1)` is the addition's exact
+/// error (`1 ≥ e`), divided by `s`, is added to `q`. What remains is `exp`'s own error, which
+/// reaches the result scaled by `1 / (1 + e) ≤ 1`, and the final rounding.
+pub fn sigmoid_f64(x: f64) -> f64 {
+    let e = (-x.abs()).exp();
+    let s = 1.0 + e;
+    let t = e - (s - 1.0);
+    let n = if x < 0.0 { e } else { 1.0 };
+    let q = n / s;
+    let r = (-q).mul_add(s, n) - q * t;
+    q + r / s
+}
 
 #[cfg(test)]
 mod tests {
@@ -109,5 +147,36 @@ mod tests {
         assert_eq!(Float::pow(f32::NAN, 0.0), 1.0);
         assert_eq!(Float::rem(-7.0f64, 2.0), -1.0);
         assert!(Float::rem(1.0f32, 0.0).is_nan());
+        assert_eq!(Float::fma(0.1f32, 10.0, -1.0), 0.1f32.mul_add(10.0, -1.0));
+        assert_ne!(Float::fma(0.1f64, 10.0, -1.0), 0.1f64 * 10.0 - 1.0);
+    }
+
+    #[test]
+    fn sigmoid_stays_positive_and_meets_its_bound() {
+        // Far below where exp(-x) overflows, the true value is still a positive subnormal.
+        assert!(Float::sigmoid(-95.0f32) > 0.0);
+        assert!((Float::sigmoid(-95.0f32) / 5.52e-42 - 1.0).abs() < 1e-3);
+        assert!(Float::sigmoid(-720.0f64) > 0.0);
+        assert!((Float::sigmoid(-720.0f64) / 2.0322e-313 - 1.0).abs() < 1e-3);
+        assert!(Float::sigmoid(f64::NAN).is_nan() && Float::sigmoid(f32::NAN).is_nan());
+        assert_eq!(Float::sigmoid(0.0f64), 0.5);
+        assert_eq!(Float::sigmoid(-0.0f32), 0.5);
+        assert_eq!(Float::sigmoid(800.0f64), 1.0);
+        // f32: the f64 evaluation rounded once agrees with a sum written independently.
+        for i in -2000..2000 {
+            let x = i as f32 * 0.0517;
+            let e = (-f64::from(x)).exp();
+            assert_eq!(Float::sigmoid(x), (1.0 / (1.0 + e)) as f32, "x = {x}");
+        }
+        // f64 near 0.5 and in the tails, against a series that needs no exp of its own
+        // near 0: sigmoid(x) = 1/2 + x/4 - x^3/48 + x^5/480 for tiny x.
+        for &x in &[1e-6f64, -3e-6, 2.5e-5] {
+            let series = 0.5 + x / 4.0 - x * x * x / 48.0 + x.powi(5) / 480.0;
+            let got: f64 = Float::sigmoid(x);
+            assert!(
+                (got - series).abs() <= f64::EPSILON,
+                "x = {x}: {got} vs {series}"
+            );
+        }
     }
 }

@@ -25,6 +25,13 @@ pub struct Descriptor {
 }
 
 impl Descriptor {
+    /// The descriptor of a dense row-major tensor of `dtype` with axes `dims`, aligned to its
+    /// element; `None` if its byte size does not fit `usize`. What a model plan's inputs and
+    /// outputs are described with.
+    pub fn new(dtype: DType, dims: &[u64]) -> Option<Descriptor> {
+        Descriptor::of(&Type::new(dtype, dims))
+    }
+
     /// The descriptor of a value of type `ty`, or `None` if its size does not fit `usize`.
     pub(crate) fn of(ty: &Type) -> Option<Descriptor> {
         Some(Descriptor {

@@ -16,11 +16,13 @@ pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum Error {
     /// The bytes are not a valid program: malformed wire bytes, or a program the verifier
-    /// refuses. Retrying the same bytes cannot help.
+    /// refuses; or, for `load_artifact`, bytes that are not an undamaged artifact or an
+    /// artifact that fails validation. Retrying the same bytes cannot help.
     #[error("invalid program: {0}")]
     InvalidProgram(#[source] Cause),
     /// The bytes use a wire-format version (or a required section) this build does not know.
-    /// A newer accy may accept them.
+    /// A newer accy may accept them. For `load_artifact`: an artifact of another format
+    /// version; recompile the program with this accy.
     #[error("unsupported version: {0}")]
     UnsupportedVersion(#[source] Cause),
     /// The handle names no live program: released (its generation moved on), never issued by
@@ -43,12 +45,26 @@ pub enum Error {
     #[error("out of memory: {0}")]
     OutOfMemory(#[source] Cause),
     /// A valid program could not be compiled or loaded for this CPU (for example the CPU lacks
-    /// a feature the code needs). Retrying the same program on the same machine cannot help.
+    /// a feature the code needs, or a loaded artifact's code is for another architecture; the
+    /// cause names the architecture or the missing features). Retrying the same program on
+    /// the same machine cannot help.
     #[error("compile failed: {0}")]
     CompileFailed(#[source] Cause),
     /// Running the compiled program failed (a kernel reported an error status).
     #[error("launch failed: {0}")]
     LaunchFailed(#[source] Cause),
+    /// A model definition, region, command or plan breaks one of the models API's rules
+    /// (see `crate::model`); the cause names the rule and gives its numbers. Retrying the
+    /// same request cannot help.
+    #[error("invalid model: {0}")]
+    InvalidModel(#[source] Cause),
+    /// Every inference slot of a prepared model is in use (`PreparedModel::try_run`). Retry
+    /// later, or call `run`, which waits its turn.
+    #[error("busy: all {capacity} inference slots are in use")]
+    Busy {
+        /// The prepared model's slot count.
+        capacity: usize,
+    },
 }
 
 impl Error {
@@ -60,14 +76,15 @@ impl Error {
             | Error::InvalidBuffer(c)
             | Error::OutOfMemory(c)
             | Error::CompileFailed(c)
-            | Error::LaunchFailed(c) => Some(c),
-            Error::InvalidHandle { .. } | Error::TooManyPrograms => None,
+            | Error::LaunchFailed(c)
+            | Error::InvalidModel(c) => Some(c),
+            Error::InvalidHandle { .. } | Error::TooManyPrograms | Error::Busy { .. } => None,
         }
     }
 }
 
 /// Stable numbers for reporting failures across a language boundary. `Ok` is 0 and the codes
-/// run to 8 in this order; a code, once assigned, never changes meaning, and new codes are only
+/// run to 10 in this order; a code, once assigned, never changes meaning, and new codes are only
 /// ever appended, so a host must treat an unknown code as a generic failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
@@ -90,11 +107,15 @@ pub enum Status {
     CompileFailed = 7,
     /// [`Error::LaunchFailed`].
     LaunchFailed = 8,
+    /// [`Error::InvalidModel`].
+    InvalidModel = 9,
+    /// [`Error::Busy`].
+    Busy = 10,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 9] = [
+    pub const ALL: [Status; 11] = [
         Status::Ok,
         Status::InvalidProgram,
         Status::UnsupportedVersion,
@@ -104,6 +125,8 @@ impl Status {
         Status::OutOfMemory,
         Status::CompileFailed,
         Status::LaunchFailed,
+        Status::InvalidModel,
+        Status::Busy,
     ];
 
     /// The stable number.
@@ -137,6 +160,8 @@ impl From<&Error> for Status {
             Error::OutOfMemory(_) => Status::OutOfMemory,
             Error::CompileFailed(_) => Status::CompileFailed,
             Error::LaunchFailed(_) => Status::LaunchFailed,
+            Error::InvalidModel(_) => Status::InvalidModel,
+            Error::Busy { .. } => Status::Busy,
         }
     }
 }
@@ -153,6 +178,8 @@ impl fmt::Display for Status {
             Status::OutOfMemory => "out_of_memory",
             Status::CompileFailed => "compile_failed",
             Status::LaunchFailed => "launch_failed",
+            Status::InvalidModel => "invalid_model",
+            Status::Busy => "busy",
         };
         f.write_str(name)
     }
@@ -174,13 +201,15 @@ mod tests {
             "out_of_memory",
             "compile_failed",
             "launch_failed",
+            "invalid_model",
+            "busy",
         ];
         for (i, s) in Status::ALL.iter().enumerate() {
             assert_eq!(s.code(), i as u32);
             assert_eq!(s.to_string(), names[i]);
             assert_eq!(Status::from_code(i as u32), Some(*s));
         }
-        assert_eq!(Status::from_code(9), None);
+        assert_eq!(Status::from_code(11), None);
     }
 
     #[test]
@@ -204,6 +233,8 @@ mod tests {
             (Error::OutOfMemory(cause.clone()), Status::OutOfMemory),
             (Error::CompileFailed(cause.clone()), Status::CompileFailed),
             (Error::LaunchFailed(cause.clone()), Status::LaunchFailed),
+            (Error::InvalidModel(cause.clone()), Status::InvalidModel),
+            (Error::Busy { capacity: 2 }, Status::Busy),
         ];
         for (e, s) in cases {
             assert_eq!(Status::from(&e), s);

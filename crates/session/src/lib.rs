@@ -35,13 +35,20 @@ mod descriptor;
 mod error;
 mod handle;
 mod mapping;
+pub mod model;
 mod session;
 
-pub use accy_executable::{Executor, Inline, Scratch, ThreadPool, Tier, WeightError, Weights};
+pub use accy_executable::{
+    Executor, Inline, MappedWeight, Scratch, ThreadPool, Tier, WeightError, Weights,
+};
 /// The IR types the facade's signatures mention, so a host needs no other accy crate.
 pub use accy_ir::{DType, Dims, Program};
 pub use descriptor::Descriptor;
 pub use error::{Cause, Error, Status};
 pub use handle::Handle;
 pub use mapping::SessionFailure;
+pub use model::{
+    Allocation, Command, DefinitionId, Kernel, Model, ModelContext, ModelDefinition, ModelFailure,
+    ModelRecorder, PreparedModel, Region,
+};
 pub use session::{Session, SessionOptions, MAX_PROGRAMS};

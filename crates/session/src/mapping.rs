@@ -2,7 +2,12 @@
 
 use std::sync::Arc;
 
-use accy_executable::{BindingError, CodeMemoryError, CpuError, LaunchError, LoadError, PoolError};
+use accy_artifact::model::ModelPlanError;
+use accy_artifact::SerialError;
+use accy_executable::{
+    BindingError, CodeMemoryError, CpuError, LaunchError, LoadError, PoolError, PrepareError,
+    RunError, WeightError,
+};
 use accy_lower::{CompileError, LookupError};
 use accy_wire::DecodeError;
 
@@ -12,6 +17,8 @@ use crate::Error;
 #[derive(Debug)]
 pub(crate) enum Inner {
     Decode(DecodeError),
+    /// Bytes given to `load_artifact` (or an artifact `compile_artifact` could not write).
+    Artifact(SerialError),
     Compile(CompileError),
     Load(LoadError),
     Bind(BindingError),
@@ -21,6 +28,14 @@ pub(crate) enum Inner {
     Pool(PoolError),
     /// A failure the session itself detected, with its message.
     Session(SessionFailure),
+    /// A models-API rule about identity or interfaces.
+    Model(crate::ModelFailure),
+    /// Weights that could not be built.
+    Weights(WeightError),
+    /// A model plan that could not be prepared.
+    Prepare(PrepareError),
+    /// A prepared model's run that failed.
+    Run(RunError),
 }
 
 /// A failure found by the session's own checks (not by a lower layer).
@@ -85,6 +100,13 @@ impl Inner {
                 Error::UnsupportedVersion(cause(e))
             }
             Inner::Decode(e) => Error::InvalidProgram(cause(e)),
+            Inner::Artifact(e @ SerialError::UnsupportedVersion { .. }) => {
+                Error::UnsupportedVersion(cause(e))
+            }
+            Inner::Artifact(e @ (SerialError::TooLong { .. } | SerialError::Unencodable(_))) => {
+                Error::CompileFailed(cause(e))
+            }
+            Inner::Artifact(e) => Error::InvalidProgram(cause(e)),
             Inner::Compile(CompileError::Invalid(e)) => Error::InvalidProgram(cause(e)),
             Inner::Compile(e) => Error::CompileFailed(cause(e)),
             Inner::Load(
@@ -112,6 +134,21 @@ impl Inner {
                 e @ (SessionFailure::TooLarge { .. } | SessionFailure::Untyped { .. }),
             ) => Error::CompileFailed(cause(e)),
             Inner::Session(e) => Error::InvalidBuffer(cause(e)),
+            Inner::Model(e) => Error::InvalidModel(cause(e)),
+            Inner::Weights(e @ WeightError::OutOfMemory { .. }) => Error::OutOfMemory(cause(e)),
+            Inner::Weights(e) => Error::InvalidModel(cause(e)),
+            // The rule itself is the cause, so a caller can match on `ModelPlanError`.
+            Inner::Prepare(PrepareError::Invalid(e)) => {
+                Error::InvalidModel(cause::<ModelPlanError>(e))
+            }
+            Inner::Prepare(
+                e @ (PrepareError::OutOfMemory { .. } | PrepareError::TooLarge { .. }),
+            ) => Error::OutOfMemory(cause(e)),
+            Inner::Prepare(e) => Error::InvalidModel(cause(e)),
+            Inner::Run(RunError::Launch { command, source }) => {
+                Error::LaunchFailed(cause(RunError::Launch { command, source }))
+            }
+            Inner::Run(e) => Error::InvalidBuffer(cause(e)),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use accy_artifact::Artifact;
 use accy_executable::{
     prepare_borrowed, run, CpuInfo, Executor, Inline, LoadedArtifact, Scratch, ThreadPool, Tier,
     Weights,
@@ -214,13 +215,103 @@ impl Session {
         if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
-        // `compile` verifies first; its `Invalid` error maps to `InvalidProgram`.
-        let artifact = accy_lower::compile(program, self.target.as_ref(), &self.options)
-            .map_err(|e| self.fail(Inner::Compile(e)))?;
-        // SAFETY: `artifact` was just produced by `accy_lower::compile`, whose emitters
-        // generate kernels that keep the dispatch ABI for the launch plan it built.
-        let loaded = unsafe { LoadedArtifact::load_with_weights(&artifact, &self.cpu, weights) }
+        let loaded = self
+            .build(program, weights)
+            .map_err(|inner| self.fail(inner))?;
+        self.insert(loaded)
+    }
+
+    /// Compiles a program given as wire bytes for this session's target and options, as
+    /// [`Session::compile`] would, and returns the compiled artifact as bytes instead of
+    /// loading it (no slot is used). Write the bytes to a file and load them, on this or another
+    /// machine with the same architecture and CPU features, with [`Session::load_artifact`]:
+    /// no compile happens there. The bytes hold the code, constants and plans, and name the
+    /// weights without holding them. Errors are those of [`Session::compile`].
+    pub fn compile_artifact(&self, bytes: &[u8]) -> Result<Vec<u8>, Error> {
+        let program = accy_wire::decode(bytes).map_err(|e| self.fail(Inner::Decode(e)))?;
+        self.compile_program_artifact(&program)
+    }
+
+    /// [`Session::compile_artifact`] for an already decoded [`Program`].
+    pub fn compile_program_artifact(&self, program: &Program) -> Result<Vec<u8>, Error> {
+        let artifact = self
+            .compile_to_artifact(program)
+            .map_err(|inner| self.fail(inner))?;
+        artifact
+            .to_bytes()
+            .map_err(|e| self.fail(Inner::Artifact(e)))
+    }
+
+    /// Loads an artifact written by [`Session::compile_artifact`] into a free slot, without
+    /// compiling, and returns its handle: from then on it is used exactly like a compiled
+    /// program. A program with weight parameters needs
+    /// [`Session::load_artifact_with_weights`].
+    ///
+    /// Before any code is mapped, the bytes are checked (magic, format version, checksum, every
+    /// length and section) and the artifact validated, then its architecture and CPU features
+    /// are compared with this session's (the host's, masked by
+    /// [`SessionOptions::max_tier`]). Errors: a full table is [`Error::TooManyPrograms`]; a
+    /// newer format is [`Error::UnsupportedVersion`]; damaged or malformed bytes, and an
+    /// artifact that fails validation, are [`Error::InvalidProgram`]; code for another
+    /// architecture or needing CPU features this session may not use is
+    /// [`Error::CompileFailed`], whose cause names the architecture or the missing features;
+    /// mapping failures are [`Error::OutOfMemory`] or `CompileFailed`. The bytes may be freed
+    /// once this returns.
+    ///
+    /// The code needs no relocation: it refers to no absolute address (see
+    /// `accy_artifact::serial`), so it runs wherever it is mapped.
+    ///
+    /// # Safety
+    ///
+    /// The bytes contain machine code that will run in this process. The checks above catch
+    /// damage and version skew, and validation proves the launch plan stays inside its
+    /// buffers, but nothing can prove what the code itself does: the caller promises that
+    /// `bytes` were written by [`Session::compile_artifact`] of this accy version (or a copy
+    /// of them that nobody could tamper with). Loading bytes from an untrusted source is
+    /// running an untrusted program. (wasmtime's `Module::deserialize` is unsafe for the same
+    /// reason.)
+    pub unsafe fn load_artifact(&self, bytes: &[u8]) -> Result<Handle, Error> {
+        // SAFETY: the caller keeps this function's contract, which is the callee's.
+        unsafe { self.load_artifact_with_weights(bytes, &Weights::empty()) }
+    }
+
+    /// [`Session::load_artifact`], binding the artifact's weights by name to `weights`
+    /// exactly as [`Session::compile_with_weights`] does (a missing or wrongly sized weight is
+    /// [`Error::InvalidBuffer`]). Weights are never part of an artifact.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Session::load_artifact`].
+    pub unsafe fn load_artifact_with_weights(
+        &self,
+        bytes: &[u8],
+        weights: &Weights,
+    ) -> Result<Handle, Error> {
+        if !self.table.has_free() {
+            return Err(Error::TooManyPrograms);
+        }
+        let artifact = Artifact::from_bytes(bytes).map_err(|e| self.fail(Inner::Artifact(e)))?;
+        // SAFETY: `from_bytes` validated the artifact, and the caller promises its code came
+        // from `accy_lower::compile` (this function's contract), whose kernels keep the
+        // dispatch ABI for the launch plan stored beside them.
+        unsafe { self.install(&artifact, weights) }
+    }
+
+    /// Loads `artifact` (validating it and checking its target against the host) and puts it
+    /// in a free slot.
+    ///
+    /// # Safety
+    ///
+    /// As for `LoadedArtifact::load_with_weights`: the kernels keep the dispatch ABI.
+    unsafe fn install(&self, artifact: &Artifact, weights: &Weights) -> Result<Handle, Error> {
+        // SAFETY: the caller keeps this function's contract, which is the callee's.
+        let loaded = unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
+        self.insert(loaded)
+    }
+
+    /// Puts a loaded program in a free slot, with its descriptors; returns its handle.
+    fn insert(&self, loaded: LoadedArtifact) -> Result<Handle, Error> {
         let (inputs, outputs) =
             Descriptor::of_artifact(&loaded).map_err(|e| self.fail(Inner::Session(e)))?;
         let compiled = Compiled {
@@ -231,6 +322,39 @@ impl Session {
         self.table
             .insert(compiled)
             .map_err(|_| Error::TooManyPrograms)
+    }
+
+    /// Compiles `program` for this session's target and options (verifying it first; the
+    /// verifier's refusal maps to `InvalidProgram`).
+    pub(crate) fn compile_to_artifact(&self, program: &Program) -> Result<Artifact, Inner> {
+        accy_lower::compile(program, self.target.as_ref(), &self.options).map_err(Inner::Compile)
+    }
+
+    /// Loads an artifact this session compiled, binding its weight slots to `weights`.
+    pub(crate) fn map_artifact(
+        &self,
+        artifact: &Artifact,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, Inner> {
+        // SAFETY: every artifact handed here was produced by `accy_lower::compile` (in
+        // `compile_to_artifact`), whose emitters generate kernels that keep the dispatch ABI for
+        // the launch plan it built.
+        unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
+            .map_err(Inner::Load)
+    }
+
+    /// [`Session::compile_to_artifact`] then [`Session::map_artifact`].
+    pub(crate) fn build(
+        &self,
+        program: &Program,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, Inner> {
+        self.map_artifact(&self.compile_to_artifact(program)?, weights)
+    }
+
+    /// The executor invocations run their tiles on.
+    pub(crate) fn executor(&self) -> &Arc<dyn Executor> {
+        &self.executor
     }
 
     /// Frees the program `handle` names. Every copy of the handle is refused from then on
@@ -376,7 +500,9 @@ fn compiled(entry: &Borrowed<Compiled>, handle: Handle) -> Result<&Compiled, Err
         })
 }
 
-fn check_typed(
+/// Checks typed buffers (`element`-byte elements) against `descriptors`: count, element size
+/// and exact byte size.
+pub(crate) fn check_typed(
     what: &'static str,
     descriptors: &[Descriptor],
     lens: impl ExactSizeIterator<Item = usize>,

@@ -11,19 +11,20 @@ use accy_ir::{BinaryOp, Builder, DType, Program, ReduceOp, Tensor, Type, UnaryOp
 use accy_session::{Error, Scratch, Session, SessionOptions, ThreadPool};
 
 /// Programs whose kernels are large enough to be split into several workgroups: a row
-/// softmax, a transcendental chain, a dot, and an integer reduction.
+/// softmax (2 MiB, above half of any common L2, so the planner also runs it in row blocks),
+/// a transcendental chain, a dot, and an integer reduction.
 fn programs() -> Vec<(&'static str, Program)> {
     let f32t = |dims: &[u64]| Type::new(DType::F32, dims);
     let mut out = Vec::new();
 
     let mut b = Builder::new();
-    let x = b.input("x", f32t(&[512, 256])).unwrap();
+    let x = b.input("x", f32t(&[1024, 512])).unwrap();
     let m = b.reduce(ReduceOp::Max, x, &[1]).unwrap();
-    let mb = b.broadcast(m, &[512, 256], &[0]).unwrap();
+    let mb = b.broadcast(m, &[1024, 512], &[0]).unwrap();
     let d = b.binary(BinaryOp::Sub, x, mb).unwrap();
     let e = b.unary(UnaryOp::Exp, d).unwrap();
     let s = b.reduce(ReduceOp::Sum, e, &[1]).unwrap();
-    let sb = b.broadcast(s, &[512, 256], &[0]).unwrap();
+    let sb = b.broadcast(s, &[1024, 512], &[0]).unwrap();
     let y = b.binary(BinaryOp::Div, e, sb).unwrap();
     b.output(y).unwrap();
     out.push(("softmax", b.finish().unwrap()));

@@ -97,6 +97,15 @@ fn run_import<D>(uc: &mut Unicorn<'_, D>, addr: u64) {
             let (a, b) = (f64::from_bits(rd(uc, d(0))), f64::from_bits(rd(uc, d(1))));
             uc.reg_write(d(0), f(a, b).to_bits()).expect("d0");
         }
+        ImportFn::TernaryF32(f) => {
+            let [a, b, c] = [0, 1, 2].map(|i| f32::from_bits(rd(uc, s(i)) as u32));
+            uc.reg_write(s(0), u64::from(f(a, b, c).to_bits()))
+                .expect("s0");
+        }
+        ImportFn::TernaryF64(f) => {
+            let [a, b, c] = [0, 1, 2].map(|i| f64::from_bits(rd(uc, d(i))));
+            uc.reg_write(d(0), f(a, b, c).to_bits()).expect("d0");
+        }
     }
     // A real callee may clobber every caller-saved register.
     for r in 0..18 {

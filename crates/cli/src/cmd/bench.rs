@@ -1,16 +1,17 @@
 //! `accy bench`: compile time, invocation latency percentiles, throughput of concurrent
-//! callers, GFLOPS and GB/s of one program on seeded random data.
+//! callers, GFLOPS and GB/s of one program on seeded random data; with `--slots`, of the
+//! program run as a model with a bounded number of inference slots.
 
 mod measure;
+mod slots;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use accy_cli::work;
-use accy_session::Session;
 
 use super::{values, Failure, TargetName};
-use measure::{Stop, Totals};
+use measure::Stop;
 
 /// Compiles timed for the compile-time median (fewer if they take long; see `compile_times`).
 const COMPILES: usize = 7;
@@ -28,6 +29,10 @@ pub struct BenchArgs {
     pub seconds: Option<f64>,
     /// Callers invoking the program at once.
     pub concurrency: usize,
+    /// Inference slots, to run as a model.
+    pub slots: Option<usize>,
+    /// Another shape of the network whose preparation to time (with `slots`).
+    pub prepare: Option<PathBuf>,
     /// Seed of the random inputs and weights.
     pub seed: u64,
     /// Threads per invocation; one per core when `None`.
@@ -40,7 +45,8 @@ pub struct BenchArgs {
     pub model: super::model::ModelArgs,
 }
 
-/// The most callers `bench` starts (each has its own copy of the program's buffers).
+/// The most callers `bench` starts (each has its own copy of the program's buffers), and the
+/// most inference slots it prepares.
 const MAX_CALLERS: usize = 256;
 
 /// `accy bench`: measures and prints compile time, latency, throughput and work rates.
@@ -61,12 +67,24 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
         }
         (None, s) => Stop::Deadline(Duration::from_secs_f64(s.unwrap_or(2.0))),
     };
-    let loaded = super::model::load_model(&args.file, &args.model)?;
+    if args.slots.is_some_and(|n| n == 0 || n > MAX_CALLERS) {
+        return Err(Failure::Usage(format!(
+            "--slots must be between 1 and {MAX_CALLERS}, not {}",
+            args.slots.unwrap_or(0)
+        )));
+    }
+    let loaded = super::model::load_model(&args.file, &args.model, &[])?;
     let program = &loaded.program;
     let callers = args.concurrency as u64;
-    let (mut values, mut sources) = values::arguments(program, &[], &[], args.seed, callers)?;
+    let (mut values, mut sources) =
+        values::arguments(program, &[], &[], args.seed, callers, &loaded.mapped)?;
     super::model::apply_weights(&loaded, &mut values, &mut sources);
-    let weights = values::weights(program, &values)?;
+    let weights = values::weights(program, &values, &loaded.mapped)?;
+    // The weights are held by `weights` now: keep only the inputs.
+    let inputs = values::into_inputs(program, values);
+    if let Some(slots) = args.slots {
+        return slots::bench(args, slots, program, weights, inputs, stop, out);
+    }
     let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
@@ -77,24 +95,54 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let outputs = session
         .outputs(handle)
         .map_err(|e| Failure::session("outputs", &e))?;
-    // The session holds the weights now: keep only the inputs, for the first caller, and
-    // copy them for the others.
-    let inputs = values::into_inputs(program, values);
-    let mut buffers = Vec::with_capacity(args.concurrency);
-    for caller in 1..args.concurrency {
+    let buffers = caller_buffers(args.concurrency, inputs, &outputs)?;
+    let invoke = |scratch: &mut accy_session::Scratch, ins: &[&[u8]], outs: &mut [&mut [u8]]| {
+        session.invoke(handle, scratch, ins, outs)
+    };
+    let measured = measure::measure(&invoke, buffers, args.warmup, stop)?;
+    writeln!(
+        out,
+        "{}: {} with {}, {} per invocation{}",
+        args.file.display(),
+        session.target_name(),
+        match args.concurrency {
+            1 => "1 caller".to_owned(),
+            n => format!("{n} concurrent callers"),
+        },
+        match session.threads() {
+            1 => "1 thread".to_owned(),
+            n => format!("{n} threads"),
+        },
+        if args.exact { ", exact float sums" } else { "" }
+    )?;
+    writeln!(
+        out,
+        "compile     median {} (min {}, max {}; {} compiles, fresh session each)",
+        time(percentile(&compile, 50.0)),
+        time(compile.first().copied().unwrap_or(0)),
+        time(compile.last().copied().unwrap_or(0)),
+        compile.len()
+    )?;
+    report(program, measured, out)
+}
+
+/// Every caller's buffers: the first gets `inputs`, the others copies, each its own outputs.
+fn caller_buffers(
+    callers: usize,
+    inputs: Vec<super::Buffer>,
+    outputs: &[accy_session::Descriptor],
+) -> Result<Vec<measure::CallerBuffers>, Failure> {
+    let mut buffers = Vec::with_capacity(callers);
+    for caller in 1..callers {
         let copies = inputs
             .iter()
             .enumerate()
             .map(|(i, b)| b.try_clone(&format!("input {i} of caller {caller}")))
             .collect::<Result<_, _>>()?;
-        buffers.push((copies, values::outputs(&outputs)?));
+        buffers.push((copies, values::outputs(outputs)?));
     }
-    buffers.push((inputs, values::outputs(&outputs)?));
-
-    let measured = measure::measure(&session, handle, buffers, args.warmup, stop)?;
-    let totals = measure::totals(&measured);
-    let latencies = measured.into_iter().flat_map(|m| m.latencies).collect();
-    report(args, &session, program, &compile, latencies, &totals, out)
+    buffers.push((inputs, values::outputs(outputs)?));
+    Ok(buffers)
 }
 
 /// Compile times in nanoseconds, each compile in a fresh session (so nothing is cached),
@@ -124,41 +172,17 @@ fn compile_times(
     Ok(times)
 }
 
+/// The lines every bench prints after its header: latency, throughput, work rates.
 fn report(
-    args: &BenchArgs,
-    session: &Session,
     program: &accy_ir::Program,
-    compile: &[u64],
-    mut latencies: Vec<u64>,
-    totals: &Totals,
+    measured: Vec<measure::Measured>,
     out: &mut super::Out,
 ) -> Result<(), Failure> {
+    let totals = measure::totals(&measured);
+    let mut latencies: Vec<u64> = measured.into_iter().flat_map(|m| m.latencies).collect();
     latencies.sort_unstable();
     let per_second = totals.per_second;
     let work = work::of(program);
-    let callers = match args.concurrency {
-        1 => "1 caller".to_owned(),
-        n => format!("{n} concurrent callers"),
-    };
-    writeln!(
-        out,
-        "{}: {} with {callers}, {} per invocation{}",
-        args.file.display(),
-        session.target_name(),
-        match session.threads() {
-            1 => "1 thread".to_owned(),
-            n => format!("{n} threads"),
-        },
-        if args.exact { ", exact float sums" } else { "" }
-    )?;
-    writeln!(
-        out,
-        "compile     median {} (min {}, max {}; {} compiles, fresh session each)",
-        time(percentile(compile, 50.0)),
-        time(compile.first().copied().unwrap_or(0)),
-        time(compile.last().copied().unwrap_or(0)),
-        compile.len()
-    )?;
     writeln!(
         out,
         "latency     min {}  p50 {}  p90 {}  p99 {}  ({} invocations after {} warm-up)",

@@ -1,5 +1,6 @@
 //! `accy inspect`: the lowered plan of a program (slots, scratch, commands, kernels with their
-//! fused node lists) and the disassembly of each kernel's generated code.
+//! fused node lists) and the disassembly of each kernel's generated code; for a compiled
+//! artifact, the same without the kernel descriptions, which artifacts do not keep.
 //!
 //! The compiler hands back the kernel descriptions beside the artifact
 //! (`accy_lower::compile_detailed`), and each kernel prints itself. `accy_lower` does not yet
@@ -9,10 +10,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use accy_artifact::{Arch, Artifact};
+use accy_artifact::Arch;
 use accy_executable::CpuInfo;
-use accy_lower::kernel::Kernel;
-use accy_lower::{lookup_host, lookup_name, Options, Target};
+use accy_ir::Program;
+use accy_lower::{lookup_host, lookup_name, Compilation, Options, Target};
 use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
 
 use super::{Failure, TargetName};
@@ -27,7 +28,21 @@ pub fn inspect(
     model: &super::model::ModelArgs,
     out: &mut super::Out,
 ) -> Result<(), Failure> {
-    let program = super::model::load_model(file, model)?.program;
+    if super::is_artifact(file) {
+        if target.is_some() || exact {
+            return Err(Failure::Usage(
+                "--target and --exact choose how a program is compiled; an artifact's code is \
+                 already generated"
+                    .into(),
+            ));
+        }
+        let bytes = super::buffer::read_file(file)?;
+        let artifact = accy_artifact::Artifact::from_bytes(&bytes)
+            .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
+        let text = render(file, "from the artifact", &artifact, None, disassemble);
+        return out.bytes(text.as_bytes());
+    }
+    let program = super::model::load_model(file, model, &[])?.program;
     let target: Box<dyn Target> = match target {
         Some(TargetName(name)) => lookup_name(name, None),
         None => {
@@ -43,17 +58,20 @@ pub fn inspect(
         file,
         target.name(),
         &compiled.artifact,
-        &compiled.kernels,
+        Some((&compiled, &program)),
         disassemble,
     );
     out.bytes(text.as_bytes())
 }
 
+/// The listing of `artifact`; `compiled` (the compiler's kernel descriptions and the
+/// program) adds each kernel's description and fused instructions, which a loaded artifact
+/// does not keep.
 fn render(
     file: &Path,
     target: &str,
-    artifact: &Artifact,
-    kernels: &[Kernel],
+    artifact: &accy_artifact::Artifact,
+    compiled: Option<(&Compilation, &Program)>,
     disassemble: bool,
 ) -> String {
     let mut s = String::new();
@@ -82,12 +100,40 @@ fn render(
     for line in artifact.plan.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
+    if artifact.blocking != Default::default() {
+        let _ = writeln!(s, "\nblocked for {}", artifact.blocking);
+    }
+    if !artifact.setup.commands.is_empty() {
+        let _ = writeln!(s, "\nsetup (once, when the weights are bound):");
+        for line in artifact.setup.to_string().lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
     let _ = writeln!(s, "\ncommands:");
     for line in artifact.launch.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
-    for (i, (k, entry)) in kernels.iter().zip(&artifact.kernels).enumerate() {
-        let _ = write!(s, "\n{i}: {k}");
+    for (i, entry) in artifact.kernels.iter().enumerate() {
+        match compiled.and_then(|(c, _)| c.kernels.get(i)) {
+            Some(k) => {
+                let _ = write!(s, "\n{i}: {k}");
+            }
+            None => {
+                let _ = writeln!(s, "\n{i}: kernel `{}`", entry.name);
+            }
+        }
+        let fused_from = compiled.and_then(|(c, p)| Some((c.sources.get(i)?, p)));
+        if let Some((sources, program)) = fused_from.filter(|(v, _)| !v.is_empty()) {
+            let fused: Vec<String> = sources
+                .iter()
+                .filter_map(|&k| {
+                    let inst = program.instructions.get(k as usize)?;
+                    let v = program.instruction_value(k as usize);
+                    Some(format!("%{} {}", v.index(), inst.op.mnemonic()))
+                })
+                .collect();
+            let _ = writeln!(s, "  fuses: {}", fused.join(", "));
+        }
         let _ = writeln!(s, "  code: {} bytes at offset {}", entry.len, entry.offset);
         if disassemble {
             if let Some(code) = artifact.kernel_code(u32::try_from(i).unwrap_or(u32::MAX)) {

@@ -53,7 +53,8 @@ impl Failure {
         }
     }
 
-    /// A session error: an invalid program is exit 1, everything else a runtime failure.
+    /// A session error: an invalid program is exit 1, a model request that breaks a rule
+    /// (`--prepare` of another network) exit 2, everything else a runtime failure.
     pub fn session(context: &str, e: &Error) -> Failure {
         let mut message = format!("{context}: {e}");
         if let Some(cause) = e.cause() {
@@ -64,6 +65,7 @@ impl Failure {
         }
         match e {
             Error::InvalidProgram(_) | Error::UnsupportedVersion(_) => Failure::Invalid(message),
+            Error::InvalidModel(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),
         }
     }
@@ -95,7 +97,7 @@ pub fn parse_target(text: &str) -> Result<TargetName, String> {
 
 /// `accy check`: loads (or imports) and verifies `file` and prints a one-line summary.
 pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(), Failure> {
-    let program = model::load_model(file, model)?.program;
+    let program = model::load_model(file, model, &[])?.program;
     writeln!(
         out,
         "{}: ok: {} inputs, {} weights, {} instructions, {} outputs",
@@ -107,14 +109,33 @@ pub fn check(file: &Path, model: &model::ModelArgs, out: &mut Out) -> Result<(),
     )
 }
 
-/// `accy compile`: writes `file` as wire bytes, or as text with `as_text`, to `output`
-/// (`-` for stdout).
-pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Result<(), Failure> {
+/// What `accy compile` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompileTo {
+    /// Wire bytes.
+    Wire,
+    /// The text format.
+    Text,
+    /// A compiled artifact for `target` (the host's best when `None`), with float sums kept
+    /// exact when `exact`.
+    Artifact {
+        /// The code generator.
+        target: Option<TargetName>,
+        /// Never reassociate float sums.
+        exact: bool,
+    },
+}
+
+/// `accy compile`: writes `file` as wire bytes, text or a compiled artifact to `output` (`-`
+/// for stdout).
+pub fn compile(file: &Path, output: &Path, to: CompileTo, out: &mut Out) -> Result<(), Failure> {
     let program = load(file)?;
-    let bytes = if as_text {
-        text::print(&program).into_bytes()
-    } else {
-        accy_wire::encode(&program)
+    let bytes = match to {
+        CompileTo::Text => text::print(&program).into_bytes(),
+        CompileTo::Wire => accy_wire::encode(&program),
+        CompileTo::Artifact { target, exact } => session(target, exact, Some(1))?
+            .compile_program_artifact(&program)
+            .map_err(|e| Failure::session("compile", &e))?,
     };
     if output == Path::new("-") {
         return out.bytes(&bytes);
@@ -123,12 +144,22 @@ pub fn compile(file: &Path, output: &Path, as_text: bool, out: &mut Out) -> Resu
         .map_err(|e| Failure::Io(format!("writing {}: {e}", output.display())))
 }
 
+/// True when `file` starts with the artifact magic (`accy compile --artifact` output). A file
+/// that cannot be read is not one; the caller's own read reports why.
+pub fn is_artifact(file: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0; accy_artifact::serial::MAGIC.len()];
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| accy_artifact::serial::has_magic(&head))
+}
+
 /// Reads, decodes or parses, and verifies a program file; an ONNX model (`*.onnx`) is
 /// imported (its weights are left out: `accy import` writes them). Verifier errors in text
 /// input carry the `file:line:column` of the item they are about.
 pub fn load(file: &Path) -> Result<Program, Failure> {
     if model::is_onnx(file) {
-        return model::load_model(file, &model::ModelArgs::default()).map(|m| m.program);
+        return model::load_model(file, &model::ModelArgs::default(), &[]).map(|m| m.program);
     }
     let bytes = buffer::read_file(file)?;
     let name = file.display();
@@ -167,6 +198,18 @@ pub fn session(
     exact: bool,
     threads: Option<usize>,
 ) -> Result<Session, Failure> {
+    Session::with_options(session_options(target, exact, threads)?)
+        .map_err(|e| Failure::session("session", &e))
+}
+
+/// The options of a session (or model context) for `target`, `exact` and `threads` per
+/// invocation; a usage error for a target of another architecture or a thread count out of
+/// range.
+pub fn session_options(
+    target: Option<TargetName>,
+    exact: bool,
+    threads: Option<usize>,
+) -> Result<SessionOptions, Failure> {
     let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
     if let Some(threads) = threads {
         if threads == 0 || threads > MAX_THREADS {
@@ -189,7 +232,7 @@ pub fn session(
         }
         options = options.with_target(name);
     }
-    Session::with_options(options).map_err(|e| Failure::session("session", &e))
+    Ok(options)
 }
 
 /// Runs `handle` once on the buffers.

@@ -3,12 +3,12 @@
 //! initializers or a `.safetensors` file; and `accy import`, which writes an ONNX model as a
 //! text program plus a `.safetensors` file of its weights.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use accy_cli::weights_file;
+use accy_cli::weights_file::{self, WeightsFileError};
 use accy_ir::{text, ParamKind, Program, Tensor};
 use accy_onnx::{ErrorKind, ImportError, ImportOptions};
+use accy_session::Weights;
 
 use super::values::Source;
 use super::{Buffer, Failure};
@@ -31,8 +31,10 @@ pub struct ModelArgs {
 pub struct Loaded {
     /// The verified program.
     pub program: Program,
-    /// Values for weights, by name (from the ONNX initializers or `--weights`).
+    /// Values for weights, by name, from the ONNX initializers.
     pub weights: Vec<(String, Tensor)>,
+    /// The weights of the `--weights` file, used in place from its read-only mapping.
+    pub mapped: Weights,
     /// Where the weights came from, for the run report.
     pub weights_from: String,
 }
@@ -77,8 +79,9 @@ fn import_failure(file: &Path, e: ImportError) -> Failure {
 }
 
 /// Loads `file`: an ONNX model when it ends in `.onnx`, otherwise an accy program; then the
-/// weights of `--weights` when given.
-pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
+/// weights of `--weights` when given, mapped (except those named in `skip`, which the
+/// command line gives).
+pub fn load_model(file: &Path, args: &ModelArgs, skip: &[&str]) -> Result<Loaded, Failure> {
     let mut loaded = if is_onnx(file) {
         let mut options = ImportOptions::default();
         for arg in &args.shapes {
@@ -91,6 +94,7 @@ pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
         Loaded {
             program: model.program,
             weights: model.weights,
+            mapped: Weights::empty(),
             weights_from: file.display().to_string(),
         }
     } else {
@@ -103,44 +107,98 @@ pub fn load_model(file: &Path, args: &ModelArgs) -> Result<Loaded, Failure> {
         Loaded {
             program: super::load(file)?,
             weights: Vec::new(),
+            mapped: Weights::empty(),
             weights_from: String::new(),
         }
     };
     if let Some(path) = &args.weights_file {
-        let bytes = std::fs::read(path)
-            .map_err(|e| Failure::Io(format!("reading {}: {e}", path.display())))?;
-        let weights = weights_file::read(&bytes)
-            .map_err(|e| Failure::Io(format!("reading {}: {e}", path.display())))?;
-        let names: BTreeMap<&str, &accy_ir::Type> = loaded
-            .program
-            .weights()
-            .map(|(_, p)| (p.name.as_str(), &p.ty))
-            .collect();
-        for (name, t) in &weights {
-            match names.get(name.as_str()) {
-                None => {
-                    return Err(Failure::Usage(format!(
-                        "{}: the program has no weight named {name:?}",
-                        path.display()
-                    )))
-                }
-                Some(&ty) if *ty != t.ty() => {
-                    return Err(Failure::Usage(format!(
-                        "{}: {name:?} is {} but the program's weight is {ty}",
-                        path.display(),
-                        t.ty()
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
-        loaded.weights = weights;
-        loaded.weights_from = path.display().to_string();
+        map_weights_file(&mut loaded, path, skip)?;
     }
     Ok(loaded)
 }
 
-/// Puts the loaded weights into `values` for every weight not given on the command line.
+/// Maps the `.safetensors` file `path` as `loaded`'s weights (except those named in `skip`,
+/// which the command line gives); each must name a weight of the program and have its type.
+fn map_weights_file(loaded: &mut Loaded, path: &Path, skip: &[&str]) -> Result<(), Failure> {
+    // SAFETY: the file is one the user named for this command, which maps it for its own
+    // duration only; like every tool that maps its inputs, it relies on nobody truncating
+    // or rewriting the file meanwhile (which would end the process with SIGBUS or show
+    // the new bytes, never corrupt accy's own memory).
+    let mapped = unsafe { weights_file::map_safetensors(path, &loaded.program, skip) };
+    loaded.mapped = mapped.map_err(|e| match e {
+        WeightsFileError::Unknown { .. } | WeightsFileError::Mismatch { .. } => {
+            Failure::Usage(e.to_string())
+        }
+        WeightsFileError::Weights { .. } => Failure::Runtime(e.to_string()),
+        _ => Failure::Io(e.to_string()),
+    })?;
+    // ONNX initializers of the same names give way to the file's.
+    let mapped = &loaded.mapped;
+    loaded
+        .weights
+        .retain(|(name, _)| mapped.get(name).is_none());
+    loaded.weights_from = path.display().to_string();
+    Ok(())
+}
+
+/// A compiled artifact (`accy compile --artifact`) read from `file`: its bytes, and its
+/// interface as a program without instructions, for assembling argument values. The artifact
+/// keeps no input names, so its inputs are called `input0`, `input1`, …; its weights keep
+/// their names. Malformed bytes are exit 1, as for a program. Also returns the target the
+/// code was generated for.
+pub fn load_artifact(
+    file: &Path,
+    args: &ModelArgs,
+    skip: &[&str],
+) -> Result<(Loaded, Vec<u8>, accy_artifact::TargetSpec), Failure> {
+    if !args.shapes.is_empty() {
+        return Err(Failure::Usage(
+            "--shape applies to ONNX models (*.onnx); an artifact's shapes are fixed".into(),
+        ));
+    }
+    let bytes = super::buffer::read_file(file)?;
+    let artifact = accy_artifact::Artifact::from_bytes(&bytes)
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
+    let mut program = Program::default();
+    let plan = &artifact.plan;
+    for (n, id) in plan.input_slots().into_iter().enumerate() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Input, format!("input{n}"))?);
+    }
+    for (id, name) in plan.weight_slots() {
+        program
+            .params
+            .push(param(plan, id, ParamKind::Weight, name.to_owned())?);
+    }
+    let mut loaded = Loaded {
+        program,
+        weights: Vec::new(),
+        mapped: Weights::empty(),
+        weights_from: String::new(),
+    };
+    if let Some(path) = &args.weights_file {
+        map_weights_file(&mut loaded, path, skip)?;
+    }
+    Ok((loaded, bytes, artifact.target))
+}
+
+/// The parameter slot `id` stands for (validation guarantees input and weight slots a type).
+fn param(
+    plan: &accy_artifact::ArtifactPlan,
+    id: accy_artifact::SlotId,
+    kind: ParamKind,
+    name: String,
+) -> Result<accy_ir::Param, Failure> {
+    let ty = plan
+        .slot(id)
+        .and_then(|s| s.ty.clone())
+        .ok_or_else(|| Failure::Invalid(format!("artifact slot {id} has no type")))?;
+    Ok(accy_ir::Param { kind, name, ty })
+}
+
+/// Puts the ONNX initializers into `values` for every weight not given on the command line
+/// or by the `--weights` file.
 pub fn apply_weights(loaded: &Loaded, values: &mut [Buffer], sources: &mut [Source]) {
     for (i, p) in loaded.program.params.iter().enumerate() {
         if p.kind != ParamKind::Weight || !matches!(sources[i], Source::Random) {
@@ -171,7 +229,7 @@ pub fn import(
             file.display()
         )));
     }
-    let loaded = load_model(file, args)?;
+    let loaded = load_model(file, args, &[])?;
     let weights_path = output.with_extension("safetensors");
     if weights_path == output {
         return Err(Failure::Usage(format!(

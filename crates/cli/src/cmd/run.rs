@@ -1,5 +1,5 @@
-//! `accy run`: compile a program for this CPU, run it once on given or seeded values, and
-//! report (and optionally save) its outputs.
+//! `accy run`: compile a program for this CPU (or load a compiled artifact), run it once on
+//! given or seeded values, and report (and optionally save) its outputs.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,27 +38,79 @@ pub struct RunArgs {
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
 pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
-    let loaded = super::model::load_model(&args.file, &args.model)?;
+    // A `--weight` given too takes precedence over the file's weight of that name.
+    let overridden: Vec<&str> = args
+        .weights
+        .iter()
+        .filter_map(|w| w.split_once('=').map(|(name, _)| name))
+        .collect();
+    let artifact = if super::is_artifact(&args.file) {
+        if args.target.is_some() || args.exact {
+            return Err(Failure::Usage(
+                "--target and --exact choose how a program is compiled; an artifact's code is \
+                 already generated (pass them to `accy compile --artifact`)"
+                    .into(),
+            ));
+        }
+        Some(super::model::load_artifact(
+            &args.file,
+            &args.model,
+            &overridden,
+        )?)
+    } else {
+        None
+    };
+    let (loaded, artifact) = match artifact {
+        Some((loaded, bytes, target)) => (loaded, Some((bytes, target))),
+        None => (
+            super::model::load_model(&args.file, &args.model, &overridden)?,
+            None,
+        ),
+    };
     let program = &loaded.program;
-    let (mut values, mut sources) =
-        values::arguments(program, &args.inputs, &args.weights, args.seed, 1)?;
+    let (mut values, mut sources) = values::arguments(
+        program,
+        &args.inputs,
+        &args.weights,
+        args.seed,
+        1,
+        &loaded.mapped,
+    )?;
     super::model::apply_weights(&loaded, &mut values, &mut sources);
     let session = super::session(args.target, args.exact, args.threads)?;
-    let weights = values::weights(program, &values)?;
-    let handle = session
-        .compile_program_with_weights(program, &weights)
-        .map_err(|e| Failure::session("compile", &e))?;
-    writeln!(
-        out,
-        "{}: compiled for {}{}",
-        args.file.display(),
-        session.target_name(),
-        if args.exact {
-            " (exact float sums)"
-        } else {
-            ""
+    let weights = values::weights(program, &values, &loaded.mapped)?;
+    let handle = match &artifact {
+        Some((bytes, target)) => {
+            // SAFETY: the artifact's code runs in this process; the user names the file to
+            // run, as they would an executable (`accy run --help` says so), and the loader
+            // refuses damaged bytes, other versions and code this CPU cannot run.
+            let handle = unsafe { session.load_artifact_with_weights(bytes, &weights) }
+                .map_err(|e| Failure::session("load", &e))?;
+            writeln!(
+                out,
+                "{}: loaded artifact for {target} (no compile)",
+                args.file.display()
+            )?;
+            handle
         }
-    )?;
+        None => {
+            let handle = session
+                .compile_program_with_weights(program, &weights)
+                .map_err(|e| Failure::session("compile", &e))?;
+            writeln!(
+                out,
+                "{}: compiled for {}{}",
+                args.file.display(),
+                session.target_name(),
+                if args.exact {
+                    " (exact float sums)"
+                } else {
+                    ""
+                }
+            )?;
+            handle
+        }
+    };
     let from_model = sources
         .iter()
         .filter(|s| matches!(s, Source::Model))

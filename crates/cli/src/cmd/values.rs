@@ -121,15 +121,18 @@ pub enum Source {
 }
 
 /// Values for every parameter of `program`, in parameter order: those named in `inputs` and
-/// `weights` (`NAME=@file.npy` or `NAME=literal`), the rest seeded random values. `callers`
-/// is how many callers will each hold inputs and outputs, for the budget check, which comes
-/// after the arguments are checked and before anything large is allocated.
+/// `weights` (`NAME=@file.npy` or `NAME=literal`), then the weights `preset` holds (mapped
+/// from a `--weights` file: an empty buffer here, [`Source::Model`]), the rest seeded random
+/// values. `callers` is how many callers will each hold inputs and outputs, for the budget
+/// check, which comes after the arguments are checked and before anything large is
+/// allocated.
 pub fn arguments(
     program: &Program,
     inputs: &[String],
     weights: &[String],
     seed: u64,
     callers: u64,
+    preset: &Weights,
 ) -> Result<(Vec<Buffer>, Vec<Source>), Failure> {
     let mut given: Vec<Option<(&str, &str)>> = vec![None; program.params.len()];
     for (flag, kind, args) in [
@@ -156,13 +159,24 @@ pub fn arguments(
         .map(|(p, _)| p.ty.byte_size().unwrap_or(u64::MAX))
         .max()
         .unwrap_or(0);
-    check_budget(Footprint::of(program, largest_file, callers))?;
+    // Preset weights are the file's pages, not memory this command holds.
+    let footprint = Footprint::of(program, largest_file, callers).map(|mut f| {
+        f.weights = f.weights.saturating_sub(preset.given_bytes());
+        f
+    });
+    check_budget(footprint)?;
 
     let mut values = Vec::new();
     let mut sources = Vec::new();
     for (index, (param, given)) in program.params.iter().zip(given).enumerate() {
         let ty = &param.ty;
         let what = format!("{} {:?} ({ty})", kind_name(param.kind), param.name);
+        let is_preset = param.kind == ParamKind::Weight && preset.get(&param.name).is_some();
+        if given.is_none() && is_preset {
+            values.push(Buffer::zeroed(0, &what)?);
+            sources.push(Source::Model);
+            continue;
+        }
         let mut buffer = Buffer::zeroed(ty.byte_size().unwrap_or(u64::MAX), &what)?;
         let source = match given {
             None => {
@@ -259,16 +273,19 @@ fn param_index(
     )))
 }
 
-/// The program's weights, by name, copied from the parameter values.
-pub fn weights(program: &Program, values: &[Buffer]) -> Result<Weights, Failure> {
+/// The program's weights, by name: `preset` (shared, not copied) plus copies of the other
+/// weights' parameter values.
+pub fn weights(program: &Program, values: &[Buffer], preset: &Weights) -> Result<Weights, Failure> {
     let named: Vec<(&str, &[u8])> = program
         .params
         .iter()
         .zip(values)
-        .filter(|(p, _)| p.kind == ParamKind::Weight)
+        .filter(|(p, _)| p.kind == ParamKind::Weight && preset.get(&p.name).is_none())
         .map(|(p, b)| (p.name.as_str(), b.bytes()))
         .collect();
-    Weights::new(&named).map_err(|e| Failure::Runtime(format!("weights: {e}")))
+    preset
+        .extend(&named)
+        .map_err(|e| Failure::Runtime(format!("weights: {e}")))
 }
 
 /// The input values of `program`, in input order; the weights' values are freed (the

@@ -3,7 +3,8 @@ use accy_ir::{BinaryOp, Builder, DType, Tensor, TensorData, Type, UnaryOp};
 
 use super::*;
 
-/// The IR op each import stands for: `Ok(unary)` or `Err(binary)`.
+/// The IR op each import stands for: `Ok(unary)` or `Err(binary)`; `fma` stands for none
+/// (its test compares it with `mul_add`).
 fn op_of(import: Import) -> Result<UnaryOp, BinaryOp> {
     match import {
         Import::ExpF32 | Import::ExpF64 => Ok(UnaryOp::Exp),
@@ -17,7 +18,7 @@ fn op_of(import: Import) -> Result<UnaryOp, BinaryOp> {
         Import::CeilF32 | Import::CeilF64 => Ok(UnaryOp::Ceil),
         Import::RoundF32 | Import::RoundF64 => Ok(UnaryOp::Round),
         Import::PowF32 | Import::PowF64 => Err(BinaryOp::Pow),
-        Import::RemF32 | Import::RemF64 => Err(BinaryOp::Rem),
+        Import::RemF32 | Import::RemF64 | Import::FmaF32 | Import::FmaF64 => Err(BinaryOp::Rem),
     }
 }
 
@@ -119,7 +120,11 @@ fn every_import_matches_the_interpreter_bit_for_bit() {
     for import in Import::ALL {
         let address = IMPORT_TABLE.get(import);
         let op = op_of(import);
-        assert_eq!(op.is_err(), import.is_binary(), "{import:?}");
+        assert_eq!(
+            op.is_err(),
+            import.is_binary() || import.is_ternary(),
+            "{import:?}"
+        );
         match ImportFn::of(import) {
             ImportFn::UnaryF32(f) => {
                 // SAFETY: the table entry of a unary f32 import is the address of an
@@ -189,6 +194,31 @@ fn every_import_matches_the_interpreter_bit_for_bit() {
                     check_f64(import, &[*x, *y], g(*x, *y), w);
                 }
             }
+            ImportFn::TernaryF32(f) => {
+                // SAFETY: as above, for `extern "C" fn(f32, f32, f32) -> f32`.
+                let g = unsafe {
+                    std::mem::transmute::<*const (), extern "C" fn(f32, f32, f32) -> f32>(address)
+                };
+                assert_eq!(address, f as *const ());
+                for &(a, b) in &pairs {
+                    for c in [0.0, -1.0, 1e-8, a * b, -(a * b)] {
+                        let (a, b, c) = (a as f32, b as f32, c as f32);
+                        check_f32(import, &[a, b, c], g(a, b, c), a.mul_add(b, c));
+                    }
+                }
+            }
+            ImportFn::TernaryF64(f) => {
+                // SAFETY: as above, for `extern "C" fn(f64, f64, f64) -> f64`.
+                let g = unsafe {
+                    std::mem::transmute::<*const (), extern "C" fn(f64, f64, f64) -> f64>(address)
+                };
+                assert_eq!(address, f as *const ());
+                for &(a, b) in &pairs {
+                    for c in [0.0, -1.0, 1e-17, a * b, -(a * b)] {
+                        check_f64(import, &[a, b, c], g(a, b, c), a.mul_add(b, c));
+                    }
+                }
+            }
         }
     }
 }
@@ -201,13 +231,16 @@ fn table_is_in_index_order_with_matching_signatures() {
         assert_eq!(import.index(), i);
         assert!(!entries[i].is_null(), "{import:?}");
         assert_eq!(entries[i], ImportFn::of(import).address(), "{import:?}");
-        let (binary, f64_args) = match ImportFn::of(import) {
-            ImportFn::UnaryF32(_) => (false, false),
-            ImportFn::UnaryF64(_) => (false, true),
-            ImportFn::BinaryF32(_) => (true, false),
-            ImportFn::BinaryF64(_) => (true, true),
+        let (args, f64_args) = match ImportFn::of(import) {
+            ImportFn::UnaryF32(_) => (1, false),
+            ImportFn::UnaryF64(_) => (1, true),
+            ImportFn::BinaryF32(_) => (2, false),
+            ImportFn::BinaryF64(_) => (2, true),
+            ImportFn::TernaryF32(_) => (3, false),
+            ImportFn::TernaryF64(_) => (3, true),
         };
-        assert_eq!(binary, import.is_binary(), "{import:?}");
+        assert_eq!(args == 2, import.is_binary(), "{import:?}");
+        assert_eq!(args == 3, import.is_ternary(), "{import:?}");
         assert_eq!(f64_args, import.is_f64(), "{import:?}");
     }
     assert_eq!(IMPORT_TABLE.as_ptr(), entries.as_ptr());

@@ -52,11 +52,14 @@ pub(crate) enum Slot {
     S,
     /// A 64-bit float register (`ldr d`).
     D,
+    /// A 128-bit vector register (`ldr q`).
+    Q,
 }
 
 impl Slot {
     fn size(self) -> u32 {
         match self {
+            Slot::Q => 16,
             Slot::X | Slot::D => 8,
             Slot::W | Slot::S => 4,
             Slot::B => 1,
@@ -89,6 +92,7 @@ pub(crate) fn ldr_slot(ops: &mut Asm, kind: Slot, reg: u8, offset: i32) {
             Slot::B => a64!(ops; ldrb W(reg), [sp, #off]),
             Slot::S => a64!(ops; ldr S(reg), [sp, #off]),
             Slot::D => a64!(ops; ldr D(reg), [sp, #off]),
+            Slot::Q => a64!(ops; ldr Q(reg), [sp, #off]),
         },
         None => {
             far_address(ops, offset);
@@ -98,6 +102,7 @@ pub(crate) fn ldr_slot(ops: &mut Asm, kind: Slot, reg: u8, offset: i32) {
                 Slot::B => a64!(ops; ldrb W(reg), [x17]),
                 Slot::S => a64!(ops; ldr S(reg), [x17]),
                 Slot::D => a64!(ops; ldr D(reg), [x17]),
+                Slot::Q => a64!(ops; ldr Q(reg), [x17]),
             }
         }
     }
@@ -112,6 +117,7 @@ pub(crate) fn str_slot(ops: &mut Asm, kind: Slot, reg: u8, offset: i32) {
             Slot::B => a64!(ops; strb W(reg), [sp, #off]),
             Slot::S => a64!(ops; str S(reg), [sp, #off]),
             Slot::D => a64!(ops; str D(reg), [sp, #off]),
+            Slot::Q => a64!(ops; str Q(reg), [sp, #off]),
         },
         None => {
             far_address(ops, offset);
@@ -121,6 +127,7 @@ pub(crate) fn str_slot(ops: &mut Asm, kind: Slot, reg: u8, offset: i32) {
                 Slot::B => a64!(ops; strb W(reg), [x17]),
                 Slot::S => a64!(ops; str S(reg), [x17]),
                 Slot::D => a64!(ops; str D(reg), [x17]),
+                Slot::Q => a64!(ops; str Q(reg), [x17]),
             }
         }
     }

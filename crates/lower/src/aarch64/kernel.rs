@@ -66,7 +66,7 @@ pub(crate) fn emit_kernel(ops: &mut Asm, k: &LoopKernel) -> Result<(), EmitError
     check_shape(k, NAME)?;
     let live = k.live_nodes();
     let vplan = vector::plan(k, &live);
-    let layout = Layout::new(k, 0, NAME)?;
+    let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), NAME)?;
     let mut e = Emitter {
         ops,
         k,

@@ -9,14 +9,13 @@
 //!   and reductions;
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (FP/SIMD registers for floats, general
 //!   registers for integers and bools) covering every node and dtype;
-//! - `vector.rs`: the NEON loop (4 × 32-bit or 2 × 64-bit lanes) for contiguous elementwise
-//!   kernels, plan and ops in one file, followed by the scalar loop for the remaining points.
+//! - `vector.rs` and `vector_ops.rs`: the NEON loop (4 × 32-bit or 2 × 64-bit lanes) for
+//!   contiguous elementwise kernels, followed by the scalar loop for the remaining points.
 //!
 //! Compared with x86-64's AVX2 path, NEON covers fewer kernels so far: no vector reductions
-//! (`vector_reduce.rs`), no vector compares/selects/converts/bool masks and no register
-//! spilling (kernels with more than 24 live nodes stay scalar). Those run on the scalar
-//! loops, which handle every node, so every kernel is covered and every result is
-//! bit-identical to the reference interpreter's. Floor, ceil and round are native (`frintm`,
+//! (`vector_reduce.rs`), no vector converts or gathers, and shifts only by constants. Those
+//! run on the scalar loops, which handle every node, so every kernel is covered and every
+//! result is bit-identical to the reference interpreter's. Floor, ceil and round are native (`frintm`,
 //! `frintp`, `frintn`); transcendentals, `pow` and float `rem` call the import table.
 //!
 //! Every kernel is emitted into one `dynasmrt::VecAssembler`; each kernel is committed on its
@@ -30,6 +29,7 @@ mod kernel;
 mod micro;
 mod scalar;
 mod vector;
+mod vector_ops;
 
 #[cfg(test)]
 mod tests;
@@ -91,6 +91,11 @@ impl Target for A64Target {
     fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64) {
         let m = micro::Micro::for_dtype(dtype, true);
         (m.mr, m.nr())
+    }
+
+    fn has_fma(&self) -> bool {
+        // fmadd/fmla are ARMv8.0-A baseline.
+        true
     }
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {

@@ -8,7 +8,8 @@
 //! `fmax`/`fmin` propagate NaN and order `-0.0 < +0.0`; `fcmp` condition codes are false on
 //! unordered operands except `ne`. Shift amounts are masked by the hardware, so amounts outside
 //! `0..bits` are clamped (arithmetic) or zero the result (logical). Floor, ceil and round are
-//! `frintm`/`frintp`/`frintn`; transcendentals, `pow` and float `rem` call the import table.
+//! `frintm`/`frintp`/`frintn` and `fma` is `fmadd`; transcendentals, `pow` and float `rem` call
+//! the import table.
 
 use accy_artifact::{DispatchState, Import};
 use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
@@ -165,6 +166,25 @@ impl Emitter<'_> {
                 self.emit_convert(from, self.slot(x)?, dtype, dst)
             }
             Node::Acc => Err(self.unsupported("an accumulator read in a loop kernel")),
+            Node::Fma { a, b, c } => {
+                let (a, b, c) = (self.slot(a)?, self.slot(b)?, self.slot(c)?);
+                self.load_float(0, a, dtype);
+                self.load_float(1, b, dtype);
+                self.load_float(2, c, dtype);
+                match dtype {
+                    DType::F32 => a64!(self.ops; fmadd s0, s0, s1, s2),
+                    DType::F64 => a64!(self.ops; fmadd d0, d0, d1, d2),
+                    _ => return Err(self.unsupported(format!("fma on {dtype}"))),
+                }
+                self.store_float(0, dst, dtype);
+                Ok(())
+            }
+            // The slot holds the value's bits whatever its dtype: copy them.
+            Node::Bitcast { x } => {
+                ldr_slot(self.ops, Slot::X, gpr::X0, self.slot(x)?);
+                str_slot(self.ops, Slot::X, gpr::X0, dst);
+                Ok(())
+            }
         }
     }
 

@@ -164,3 +164,24 @@ fn contiguous_elementwise_kernels_are_vectorized() {
         "{vectorized} of {total} vectorized"
     );
 }
+
+/// Every expanded transcendental runs on the NEON loop (in default mode the compiler expands
+/// them; see `crate::math`), so no element calls an import.
+#[test]
+fn expanded_math_is_vectorized() {
+    use crate::testing::conformance::math::OPS;
+    use crate::testing::kernels::{elementwise, expanded, node};
+    for dtype in [DType::F32, DType::F64] {
+        for op in OPS {
+            let k = elementwise(
+                "f",
+                100,
+                &[dtype],
+                vec![node(Node::Unary { op, x: 0 }, dtype)],
+            );
+            let k = expanded(k).expect("expands");
+            let plan = super::vector::plan(&k, &k.live_nodes());
+            assert!(plan.is_some(), "{op} {dtype} stays scalar");
+        }
+    }
+}

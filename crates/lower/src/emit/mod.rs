@@ -1,10 +1,12 @@
 //! What every ISA emitter shares: the structural checks emission relies on, the reduction
-//! identities, the stack frame of a loop kernel ([`frame`]), and the assemble-and-collect loop
+//! identities, the stack frame of a loop kernel ([`frame`]), the homes of a vectorized loop's
+//! values ([`vregs`]), and the assemble-and-collect loop
 //! of [`crate::Target::emit`]. The ISA folders (`x64/`, `aarch64/`) hold only instruction
 //! selection and mirror each other file for file; neither imports the other.
 
 pub(crate) mod contraction;
 pub(crate) mod frame;
+pub(crate) mod vregs;
 
 use accy_artifact::abi::MAX_BINDINGS;
 use accy_artifact::KernelEntry;

@@ -61,6 +61,8 @@ impl fmt::Display for Node {
             } => write!(f, "select %{cond}, %{on_true}, %{on_false}"),
             Node::Convert { x } => write!(f, "convert %{x}"),
             Node::Acc => f.write_str("acc"),
+            Node::Fma { a, b, c } => write!(f, "fma %{a}, %{b}, %{c}"),
+            Node::Bitcast { x } => write!(f, "bitcast %{x}"),
         }
     }
 }

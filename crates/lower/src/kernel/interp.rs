@@ -13,6 +13,7 @@
 
 use accy_ir::interp::scalar::{self, Scalar};
 use accy_ir::{BinaryOp, DType, ReduceOp};
+use accy_math::Float;
 
 use super::validate::{KernelError, Site};
 use super::{ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId};
@@ -343,6 +344,29 @@ impl<'k> Body<'k> {
                 },
                 Node::Convert { x } => scalar::convert(self.value(site, *x)?, dtype),
                 Node::Acc => acc.ok_or_else(|| self.error(site, "no accumulator here"))?,
+                Node::Fma { a, b, c } => {
+                    let (a, b, c) = (
+                        self.value(site, *a)?,
+                        self.value(site, *b)?,
+                        self.value(site, *c)?,
+                    );
+                    match (a, b, c) {
+                        (Scalar::F32(a), Scalar::F32(b), Scalar::F32(c)) => {
+                            Scalar::F32(Float::fma(a, b, c))
+                        }
+                        (Scalar::F64(a), Scalar::F64(b), Scalar::F64(c)) => {
+                            Scalar::F64(Float::fma(a, b, c))
+                        }
+                        _ => return Err(undefined()),
+                    }
+                }
+                Node::Bitcast { x } => {
+                    let x = self.value(site, *x)?;
+                    if x.dtype().size_bytes() != dtype.size_bytes() {
+                        return Err(undefined());
+                    }
+                    Scalar::from_bits(dtype, x.to_bits())
+                }
             };
             if v.dtype() != dtype {
                 return Err(self.error(site, format!("value is {}, not {dtype}", v.dtype())));

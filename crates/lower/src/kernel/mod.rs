@@ -221,6 +221,25 @@ pub enum Node {
     /// The finished accumulator of the current point: valid only in a
     /// [`ContractionKernel`]'s epilogue, where its dtype is the contraction's.
     Acc,
+    /// `a · b + c` rounded once (IEEE 754 fusedMultiplyAdd, Rust's `mul_add`); the three
+    /// operands and the node are all f32 or all f64. No IR op produces it: the math
+    /// expansions (`crate::math`) do, and emitters use the CPU's FMA instruction, or an
+    /// import where the CPU has none, so the result is the same everywhere.
+    Fma {
+        /// First factor.
+        a: NodeId,
+        /// Second factor.
+        b: NodeId,
+        /// Addend.
+        c: NodeId,
+    },
+    /// The bits of `x` as a value of the node's dtype, which has the same size: f32 ↔ i32,
+    /// f64 ↔ i64 (or the dtype itself). No IR op produces it: the math expansions take
+    /// floats apart (exponent, sign) with it.
+    Bitcast {
+        /// Operand.
+        x: NodeId,
+    },
 }
 
 /// A node and the dtype of the value it produces.
@@ -272,7 +291,9 @@ impl Node {
                 SmallVec::new()
             }
             Node::Gather { index, .. } => smallvec::smallvec![*index],
-            Node::Unary { x, .. } | Node::Convert { x } => smallvec::smallvec![*x],
+            Node::Unary { x, .. } | Node::Convert { x } | Node::Bitcast { x } => {
+                smallvec::smallvec![*x]
+            }
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
                 smallvec::smallvec![*lhs, *rhs]
             }
@@ -281,6 +302,7 @@ impl Node {
                 on_true,
                 on_false,
             } => smallvec::smallvec![*cond, *on_true, *on_false],
+            Node::Fma { a, b, c } => smallvec::smallvec![*a, *b, *c],
         }
     }
 
@@ -294,7 +316,7 @@ impl Node {
         match &mut node {
             Node::Load { .. } | Node::Const { .. } | Node::Index { .. } | Node::Acc => {}
             Node::Gather { index, .. } => *index = f(*index)?,
-            Node::Unary { x, .. } | Node::Convert { x } => *x = f(*x)?,
+            Node::Unary { x, .. } | Node::Convert { x } | Node::Bitcast { x } => *x = f(*x)?,
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
                 *lhs = f(*lhs)?;
                 *rhs = f(*rhs)?;
@@ -307,6 +329,11 @@ impl Node {
                 *cond = f(*cond)?;
                 *on_true = f(*on_true)?;
                 *on_false = f(*on_false)?;
+            }
+            Node::Fma { a, b, c } => {
+                *a = f(*a)?;
+                *b = f(*b)?;
+                *c = f(*c)?;
             }
         }
         Ok(node)

@@ -559,3 +559,57 @@ fn row_major_maps() {
     assert_eq!(IndexMap::row_major(&[]), Some(IndexMap::new(0, &[])));
     assert_eq!(IndexMap::row_major(&[u64::MAX, 4]), None);
 }
+
+#[test]
+fn fma_and_bitcast_type_rules_and_values() {
+    // out = bitcast(fma(x, x, -1)) : i32, over the 2×3 f32 input.
+    let with = |fma: DType, cast: DType, x_dtype: DType| {
+        let mut k = exp_kernel();
+        k.nodes[0].dtype = x_dtype;
+        k.bindings[0].dtype = x_dtype;
+        k.nodes[1] = node(
+            Node::Const {
+                bits: (-1.0f32).to_bits().into(),
+            },
+            DType::F32,
+        );
+        k.nodes.push(node(Node::Fma { a: 0, b: 0, c: 1 }, fma));
+        k.nodes.push(node(Node::Bitcast { x: 2 }, cast));
+        k.result = 3;
+        k.bindings[1].dtype = cast;
+        k
+    };
+    let ok = with(DType::F32, DType::I32, DType::F32);
+    ok.validate().expect("valid");
+    let text = ok.to_string();
+    assert!(text.contains("%2 = fma %0, %0, %1 : f32"), "{text}");
+    assert!(text.contains("%3 = bitcast %2 : i32"), "{text}");
+    for bad in [
+        // An integer fma, operands of another dtype, and a cast that changes the size.
+        with(DType::I32, DType::I32, DType::I32),
+        with(DType::F32, DType::I32, DType::F64),
+        with(DType::F32, DType::I64, DType::F32),
+    ] {
+        assert!(
+            matches!(
+                bad.validate(),
+                Err(KernelError::NodeType { node: 2 | 3, .. })
+            ),
+            "{bad}"
+        );
+    }
+    // (1 + 2^-12)² - 1 rounded once keeps the 2^-24 the rounded product loses.
+    let x = [1.0 + 2f32.powi(-12), 3.0, -0.0, f32::NAN, 1e20, 1.5];
+    let mut input = f32_bytes(&x);
+    let mut out = vec![0u8; 24];
+    run_kernel(&ok, &mut [&mut input, &mut out]).expect("runs");
+    let got: Vec<u32> = out
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    for (g, v) in got.iter().zip(x) {
+        let want = v.mul_add(v, -1.0);
+        assert!(*g == want.to_bits() || (want.is_nan() && f32::from_bits(*g).is_nan()));
+    }
+    assert_ne!(got[0], (x[0] * x[0] - 1.0).to_bits());
+}

@@ -9,7 +9,8 @@
 //!    the IR op it is named after (`accy_ir::infer_type`); `Load`/`Gather` name an existing
 //!    binding of the node's dtype that the kernel may read; a `Gather` index is i32, i64 or u8
 //!    and `axis_len ≥ 1`; a `Const`'s bits fit its dtype; an `Index` names an existing dim and
-//!    its i64 value cannot overflow anywhere in the space;
+//!    its i64 value cannot overflow anywhere in the space; an `Fma` is f32 or f64 throughout;
+//!    a `Bitcast` goes between f32 and i32 or f64 and i64 (or keeps the dtype);
 //! 4. result and store: `result` names a node; the store binding exists, may be written and has
 //!    the result's dtype; a reduction accepts that dtype;
 //! 5. bounds: every map has one stride per dim it ranges over, and — when the box it ranges
@@ -515,6 +516,27 @@ impl<'k> Checker<'k> {
             }
             Node::Convert { x } => {
                 self.operand(n, *x)?;
+            }
+            Node::Fma { a, b, c } => {
+                let (a, b, c) = (
+                    self.operand(n, *a)?,
+                    self.operand(n, *b)?,
+                    self.operand(n, *c)?,
+                );
+                if !dtype.is_float() || [a, b, c].iter().any(|&d| d != dtype) {
+                    return Err(
+                        self.type_error(n, format!("fma of {a}, {b}, {c} cannot give {dtype}"))
+                    );
+                }
+            }
+            Node::Bitcast { x } => {
+                let x = self.operand(n, *x)?;
+                let ok = matches!(x, DType::F32 | DType::I32 | DType::F64 | DType::I64)
+                    && x.size_bytes() == dtype.size_bytes()
+                    && (x.is_float() || dtype.is_float() || x == dtype);
+                if !ok {
+                    return Err(self.type_error(n, format!("bitcast of {x} cannot give {dtype}")));
+                }
             }
             Node::Acc => match self.acc {
                 Some(acc) if acc == dtype => {}

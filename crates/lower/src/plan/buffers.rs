@@ -40,6 +40,7 @@ pub(super) fn touched(command: &Pending) -> Vec<BufId> {
         Pending::Fill { buf, .. } => vec![*buf],
         Pending::Copy { src, dst, .. } => vec![*src, *dst],
         Pending::Dispatch { bindings, .. } => bindings.iter().map(|(b, _)| *b).collect(),
+        Pending::Placed(command) => command.accesses().map(|(_, r, _)| r.slot.0).collect(),
     }
 }
 
@@ -52,6 +53,7 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
         commands,
         setup,
         kernels,
+        sources,
         ..
     } = p;
     let life = lifetimes(&commands);
@@ -142,6 +144,7 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
                         src: region(*src, *src_offset, *len)?,
                         dst: region(*dst, 0, *len)?,
                     },
+                    Pending::Placed(command) => placed(command, &region)?,
                     Pending::Dispatch {
                         kernel,
                         bindings,
@@ -165,5 +168,43 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
         plan,
         constants,
         kernels,
+        sources,
+    })
+}
+
+/// A [`Pending::Placed`] command with each region's buffer replaced by its slot.
+fn placed(
+    command: &Command,
+    region: &dyn Fn(BufId, u64, u64) -> Result<Region, CompileError>,
+) -> Result<Command, CompileError> {
+    let at = |r: &Region| region(r.slot.0, r.offset, r.len);
+    Ok(match command {
+        Command::Fill {
+            dst,
+            pattern,
+            width,
+        } => Command::Fill {
+            dst: at(dst)?,
+            pattern: *pattern,
+            width: *width,
+        },
+        Command::Copy { src, dst } => Command::Copy {
+            src: at(src)?,
+            dst: at(dst)?,
+        },
+        Command::Dispatch {
+            kernel,
+            bindings,
+            scalars,
+            workgroups,
+        } => Command::Dispatch {
+            kernel: *kernel,
+            bindings: bindings
+                .iter()
+                .map(|b| Ok(Binding::new(at(&b.region)?, b.access)))
+                .collect::<Result<_, CompileError>>()?,
+            scalars: scalars.clone(),
+            workgroups: *workgroups,
+        },
     })
 }

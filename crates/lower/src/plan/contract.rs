@@ -402,6 +402,7 @@ impl<'p> Planner<'p> {
                 value: v,
                 dims: ty.dims.to_vec(),
                 groups: (lb.len(), lf.len()),
+                sources: self.exprs.current.into_iter().collect(),
             });
         }
         self.view_of(dst, &Type::new(dtype, &ty.dims))

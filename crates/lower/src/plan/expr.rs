@@ -21,6 +21,10 @@ use super::views::PointMap;
 use crate::error::CompileError;
 use crate::kernel::{KernelBinding, KernelNode, Node, NodeId};
 
+/// The most nodes an expression shared by several consumers may have and still be recomputed
+/// by each ([`Exprs::is_recomputable`]).
+pub(crate) const RECOMPUTE_NODES: usize = 8;
+
 /// Index of an expression node in [`Exprs`].
 pub(crate) type ExprId = u32;
 
@@ -44,6 +48,11 @@ pub(crate) struct Expr {
 #[derive(Debug, Default)]
 pub(crate) struct Exprs {
     nodes: Vec<Expr>,
+    /// The IR instruction (by index) whose planning created each node, if any: what a kernel
+    /// computing the node fuses (`accy inspect` shows it).
+    origin: Vec<Option<u32>>,
+    /// The instruction being planned; nodes pushed now are attributed to it.
+    pub(crate) current: Option<u32>,
 }
 
 /// What a kernel body built from an expression needs: its nodes, and the buffers it reads.
@@ -55,6 +64,8 @@ pub(crate) struct Body {
     pub(crate) result: NodeId,
     /// The buffers read, by binding number.
     pub(crate) reads: Vec<BufId>,
+    /// The IR instructions (by index, ascending) whose work the body does.
+    pub(crate) sources: Vec<u32>,
 }
 
 impl Exprs {
@@ -63,6 +74,20 @@ impl Exprs {
         let id = ExprId::try_from(self.nodes.len())
             .map_err(|_| CompileError::unsupported("more than 2^32 expression nodes"))?;
         self.nodes.push(Expr { kind, dtype });
+        self.origin.push(self.current);
+        Ok(id)
+    }
+
+    /// [`Exprs::push`] of a node no instruction computes: a view of a value already in memory.
+    pub(crate) fn push_view(
+        &mut self,
+        kind: ExprKind,
+        dtype: DType,
+    ) -> Result<ExprId, CompileError> {
+        let id = self.push(kind, dtype)?;
+        if let Some(o) = self.origin.last_mut() {
+            *o = None;
+        }
         Ok(id)
     }
 
@@ -116,6 +141,51 @@ impl Exprs {
         Ok(true)
     }
 
+    /// True when recomputing `root` in each consumer costs less than storing it and reading it
+    /// back: at most [`RECOMPUTE_NODES`] nodes of plain arithmetic (no gather, no function an
+    /// emitter may call out for, no remainder or power) over at most two buffers. A memory-bound
+    /// chain then reads its inputs once more instead of writing and rereading a temporary the
+    /// size of its space (layer norm's `x - mean`, shared by the variance and the result).
+    /// With `expanded_math` (the compile replaces `exp`, `tanh`, `sigmoid` by vectorised node
+    /// sequences, `crate::math`) those count as arithmetic too: one expansion costs about a
+    /// cycle per element, less than a store and a reread (softmax's `exp(x - max)`, shared by
+    /// the sum and the division). Called out per element (exact mode), they do not.
+    pub(crate) fn is_recomputable(
+        &self,
+        root: ExprId,
+        expanded_math: bool,
+    ) -> Result<bool, CompileError> {
+        use accy_ir::{BinaryOp, UnaryOp};
+        let nodes = self.reachable(root)?;
+        if nodes.len() > RECOMPUTE_NODES {
+            return Ok(false);
+        }
+        let mut buffers: Vec<BufId> = Vec::new();
+        for id in nodes {
+            match &self.get(id)?.kind {
+                Node::Load { binding, .. } if !buffers.contains(binding) => {
+                    buffers.push(*binding);
+                }
+                Node::Gather { .. } => return Ok(false),
+                Node::Unary { op, .. }
+                    if !matches!(
+                        op,
+                        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt
+                    ) && !(expanded_math
+                        && matches!(op, UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid)) =>
+                {
+                    return Ok(false);
+                }
+                Node::Binary {
+                    op: BinaryOp::Rem | BinaryOp::Pow,
+                    ..
+                } => return Ok(false),
+                _ => {}
+            }
+        }
+        Ok(buffers.len() <= 2)
+    }
+
     /// True when `root`'s value is the same at every point (no load, gather or iota in it).
     pub(crate) fn is_uniform(&self, root: ExprId) -> Result<bool, CompileError> {
         for id in self.reachable(root)? {
@@ -142,14 +212,24 @@ impl Exprs {
                 })
             };
             let mut kind = e.kind.map_operands(m)?;
+            // A remapped node does its original instruction's work; a view remapped is the
+            // movement op's (the instruction being planned).
+            let mut origin = self.origin.get(id as usize).copied().flatten();
             match &mut kind {
-                Node::Load { map, .. } | Node::Gather { map, .. } => *map = pm.compose(map)?,
+                Node::Load { map, .. } | Node::Gather { map, .. } => {
+                    *map = pm.compose(map)?;
+                    origin = origin.or(self.current);
+                }
                 Node::Index { dim, scale, offset } => {
                     (*dim, *scale, *offset) = pm.compose_index(*dim, *scale, *offset)?;
+                    origin = origin.or(self.current);
                 }
                 _ => {}
             }
             let new = self.push(kind, e.dtype)?;
+            if let Some(o) = self.origin.last_mut() {
+                *o = origin;
+            }
             memo.insert(id, new);
         }
         memo.get(&root)
@@ -164,7 +244,11 @@ impl Exprs {
         let mut ids: HashMap<ExprId, NodeId> = HashMap::new();
         let mut reads: Vec<BufId> = Vec::new();
         let mut nodes: Vec<KernelNode> = Vec::new();
+        let mut sources: Vec<u32> = Vec::new();
         for id in self.reachable(root)? {
+            if let Some(&Some(o)) = self.origin.get(id as usize) {
+                sources.push(o);
+            }
             let e = self.get(id)?;
             let n = |x: ExprId| {
                 ids.get(&x).copied().ok_or_else(|| {
@@ -197,10 +281,13 @@ impl Exprs {
             .get(&root)
             .copied()
             .ok_or_else(|| CompileError::internal("kernel root missing"))?;
+        sources.sort_unstable();
+        sources.dedup();
         Ok(Body {
             nodes,
             result,
             reads,
+            sources,
         })
     }
 }

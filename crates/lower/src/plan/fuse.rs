@@ -41,6 +41,8 @@ pub(super) struct Waiting {
     pub(super) dims: Vec<Dim>,
     /// How many of `dims` are batch axes and row axes.
     pub(super) groups: (usize, usize),
+    /// The IR instructions it computes (the dot, then any fused epilogue's).
+    pub(super) sources: Vec<u32>,
 }
 
 impl Waiting {
@@ -77,7 +79,7 @@ impl Planner<'_> {
         let w = self.waiting.remove(i);
         let mut uses: Vec<(BufId, Access)> = w.reads.iter().map(|&b| (b, Access::Read)).collect();
         uses.push((w.dst, Access::Write));
-        self.emit_contraction(w.kernel, uses)
+        self.emit_contraction(w.kernel, uses, w.sources)
     }
 
     /// Emits every waiting contraction, in the order they were planned.
@@ -93,6 +95,7 @@ impl Planner<'_> {
         &mut self,
         mut kernel: ContractionKernel,
         uses: Vec<(BufId, Access)>,
+        sources: Vec<u32>,
     ) -> Result<(), CompileError> {
         let number = u32::try_from(self.kernels.len())
             .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
@@ -101,6 +104,7 @@ impl Planner<'_> {
         let workgroups = u32::try_from(kernel.workgroups())
             .map_err(|_| CompileError::unsupported("too many tiles"))?;
         self.kernels.push(Kernel::Contraction(kernel));
+        self.sources.push(sources);
         self.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,
@@ -219,7 +223,10 @@ impl Planner<'_> {
         w.kernel.bindings = bindings;
         w.kernel.epilogue = epilogue;
         w.kernel.result = body.result;
-        self.emit_contraction(w.kernel, uses)?;
+        w.sources.extend(&body.sources);
+        w.sources.sort_unstable();
+        w.sources.dedup();
+        self.emit_contraction(w.kernel, uses, w.sources)?;
         Ok(true)
     }
 }

@@ -20,8 +20,11 @@
 //!   reshape does more than insert or remove dims of 1) materializes its operand first, and
 //!   `gather` materializes the tensor it reads;
 //! - a fusible expression with more than one consumer (counting distinct consuming
-//!   instructions and outputs) is materialized once, unless it is cheap to recompute (reads no
-//!   memory and has at most four nodes); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//!   instructions and outputs) is materialized once, unless it is cheap to recompute: it reads
+//!   no memory and has at most four nodes, or it is a short chain of plain arithmetic over at
+//!   most two buffers (`exp`, `tanh` and `sigmoid` count as arithmetic when they will be
+//!   expanded into vector code), which costs less to recompute than to store and reread
+//!   (`Exprs::is_recomputable`); so is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -44,12 +47,14 @@
 //! artifact requires), and donation is honoured as the placement hint it is: the runtime may
 //! hand the same memory for both only where the caller allows, which needs no support here.
 
+mod blocking;
 mod buffers;
 mod coalesce;
 mod contract;
 mod expr;
 mod fuse;
 mod ops;
+mod rows;
 mod tiles;
 mod views;
 
@@ -79,6 +84,9 @@ pub struct LoweredProgram {
     /// The commands that compute the derived slots (packed weights and constants), run once
     /// before any run; see `accy_artifact::Artifact::setup`.
     pub setup: Vec<Command>,
+    /// For each kernel, the IR instructions (by index, ascending) whose work it does: what it
+    /// fused.
+    pub sources: Vec<Vec<u32>>,
     /// The commands of one run, in order; `Dispatch::kernel` indexes `kernels`, and binding
     /// `i` of a dispatch is binding `i` of its kernel (same dtype, element count and access).
     pub commands: Vec<Command>,
@@ -94,9 +102,35 @@ pub fn plan(program: &Program) -> Result<LoweredProgram, CompileError> {
 
 /// [`plan`] with explicit [`Options`].
 pub fn plan_with(program: &Program, options: &Options) -> Result<LoweredProgram, CompileError> {
+    plan_program(program, options, true)
+}
+
+/// [`plan_with`] without row-chunked regions: how a region's block is planned.
+fn plan_unchunked(program: &Program, options: &Options) -> Result<LoweredProgram, CompileError> {
+    plan_program(program, options, false)
+}
+
+fn plan_program(
+    program: &Program,
+    options: &Options,
+    chunk: bool,
+) -> Result<LoweredProgram, CompileError> {
     let mut planner = Planner::new(program, options)?;
-    for k in 0..program.instructions.len() {
+    let regions = if chunk && options.fuse {
+        rows::regions(program, options.caches.l2)
+    } else {
+        Vec::new()
+    };
+    let mut k = 0;
+    while k < program.instructions.len() {
+        if let Some(c) = regions.iter().find(|c| c.start == k) {
+            if planner.chunked(c)? {
+                k = c.end;
+                continue;
+            }
+        }
         planner.instruction(k)?;
+        k += 1;
     }
     planner.outputs()?;
     planner.finish()
@@ -144,6 +178,9 @@ enum Pending {
         bindings: Vec<(BufId, Access)>,
         workgroups: u32,
     },
+    /// A command whose regions address buffers, not slots: each region's `slot` holds a
+    /// [`BufId`], its offset and length are within that buffer (a row block's, see `rows`).
+    Placed(Command),
 }
 
 struct Planner<'p> {
@@ -169,6 +206,8 @@ struct Planner<'p> {
     /// The derived buffer of each `(source buffer, layout)` made so far.
     derived: HashMap<(BufId, String), BufId>,
     kernels: Vec<Kernel>,
+    /// `LoweredProgram::sources` so far.
+    sources: Vec<Vec<u32>>,
     /// Contractions planned but not emitted yet (see `fuse`).
     waiting: Vec<fuse::Waiting>,
 }
@@ -191,6 +230,7 @@ impl<'p> Planner<'p> {
             in_setup: false,
             derived: HashMap::new(),
             kernels: Vec::new(),
+            sources: Vec::new(),
             waiting: Vec::new(),
         };
         for inst in &program.instructions {
@@ -318,7 +358,7 @@ impl<'p> Planner<'p> {
         }
         let map = views::row_major(&ty.dims, 0)?;
         self.exprs
-            .push(ExprKind::Load { binding: buf, map }, ty.dtype)
+            .push_view(ExprKind::Load { binding: buf, map }, ty.dtype)
     }
 
     /// The buffer value `v` is materialized into: the first output slot returning `v` that
@@ -351,6 +391,7 @@ impl<'p> Planner<'p> {
             .get(k)
             .ok_or_else(|| CompileError::internal(format!("instruction {k} does not exist")))?;
         let v = program.instruction_value(k);
+        self.exprs.current = u32::try_from(k).ok();
         let e = if elements(&inst.ty)? == 0 {
             self.exprs
                 .push(ExprKind::Const { bits: 0 }, inst.ty.dtype)?
@@ -360,12 +401,17 @@ impl<'p> Planner<'p> {
         self.set_val(v, e)?;
         let is_view = matches!(self.exprs.get(e)?.kind, ExprKind::Load { .. });
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
-        let shared = uses > 1 && !self.exprs.is_cheap(e)?;
+        // An output is stored anyway, so its other consumers read it rather than recompute it.
+        let output = program.outputs.iter().any(|o| o.value == v);
+        let shared = uses > 1
+            && !self.exprs.is_cheap(e)?
+            && (output || !self.exprs.is_recomputable(e, self.options.expands_math())?);
         let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {
             self.materialize(v)?;
         }
+        self.exprs.current = None;
         Ok(())
     }
 
@@ -464,6 +510,7 @@ impl<'p> Planner<'p> {
             reduction,
         };
         coalesce::coalesce(&mut kernel);
+        blocking::block_transposes(&mut kernel);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
         // Waiting contractions this kernel reads are emitted first.
@@ -475,6 +522,7 @@ impl<'p> Planner<'p> {
             .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;
         kernel.name = format!("k{number}");
         self.kernels.push(Kernel::Loop(kernel));
+        self.sources.push(body.sources);
         self.push(Pending::Dispatch {
             kernel: number,
             bindings: uses,

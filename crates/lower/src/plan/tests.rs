@@ -15,6 +15,8 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
     l.kernels.iter().filter_map(Kernel::as_loop).collect()
 }
 
+mod recompute;
+
 use super::{plan, plan_with, LoweredProgram};
 use crate::compile::Options;
 use crate::kernel::{IndexMap, Node};
@@ -604,4 +606,31 @@ fn weight_operands_are_packed_once_at_setup() {
         .filter(|c| matches!(c, Command::Dispatch { .. }))
         .count();
     assert_eq!(run_dispatches, 2);
+}
+
+#[test]
+fn each_kernel_names_the_instructions_it_fused() {
+    let l = planned(
+        "program {
+          %x = input \"x\" : f32[8,64]
+          %w = input \"w\" : f32[64,32]
+          %b = input \"b\" : f32[32]
+          %y = dot %x, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[8,32]
+          %bb = broadcast %b, dims=[8,32], axes=[1] : f32[8,32]
+          %z = add %y, %bb : f32[8,32]
+          %e = exp %z : f32[8,32]
+          %s = reduce sum %e, axes=[1] : f32[8]
+          output %s
+        }",
+    );
+    assert_eq!(l.sources.len(), l.kernels.len());
+    // Instruction 0 is the dot; the reduction (4) fuses the broadcast, add and exp (1-3),
+    // reading the product (a reduction is no epilogue).
+    let contraction = l
+        .kernels
+        .iter()
+        .position(|k| k.as_contraction().is_some())
+        .unwrap();
+    assert_eq!(l.sources[contraction], vec![0]);
+    assert_eq!(l.sources.last().unwrap(), &vec![1, 2, 3, 4]);
 }

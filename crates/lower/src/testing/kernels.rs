@@ -485,6 +485,17 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
     }
 }
 
+/// `k` with its transcendentals expanded into vector math, as default-mode compiles for
+/// targets with FMA see it (`crate::math`).
+pub fn expanded(k: LoopKernel) -> Result<LoopKernel, String> {
+    let mut kernels = [crate::kernel::Kernel::Loop(k)];
+    crate::math::expand(&mut kernels).map_err(|e| e.to_string())?;
+    let [crate::kernel::Kernel::Loop(k)] = kernels else {
+        return Err("expansion changed the kernel's form".into());
+    };
+    Ok(k)
+}
+
 /// Buffers holding every tuple of edge values of `inputs` (the cartesian product laid out
 /// row-major, one buffer per input), padded to a length that is no multiple of 8 so vector
 /// loops also run a tail, plus a poisoned output of `out`.

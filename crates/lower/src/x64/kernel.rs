@@ -35,7 +35,7 @@ use accy_ir::DType;
 )]
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
-use super::asm::{add_slot, gpr, mov_imm, mul_imm, x64, Asm};
+use super::asm::{gpr, mov_imm, mul_imm, x64, Asm};
 use super::vector::{self, VectorPlan};
 use super::X64Tier;
 use crate::emit::frame::{Layout, MapRef};
@@ -55,6 +55,8 @@ pub(crate) struct Emitter<'a> {
     pub vplan: Option<VectorPlan>,
     /// While emitting an AVX-512 masked tail: vector loads and stores use mask `k1`.
     pub masked: bool,
+    /// Frame slots held in registers while a vector loop runs (see `pin.rs`).
+    pub pinned: Vec<(i32, u8)>,
 }
 
 /// Stack page size the frame probes step by (the smallest page size of x86-64 hosts).
@@ -83,6 +85,7 @@ pub(crate) fn emit_kernel(
         live,
         vplan,
         masked: false,
+        pinned: Vec::new(),
     };
     e.emit_function()
 }
@@ -116,12 +119,12 @@ impl Emitter<'_> {
     }
 
     /// Every map the loops maintain (see [`Layout::maps`]).
-    fn maps(&self) -> Vec<MapRef<'_>> {
+    pub(crate) fn maps(&self) -> Vec<MapRef<'_>> {
         self.lay.maps(self.k, &self.live)
     }
 
     /// The stride of `m` along dim `d`.
-    fn stride(&self, m: &MapRef<'_>, d: usize) -> i64 {
+    pub(crate) fn stride(&self, m: &MapRef<'_>, d: usize) -> i64 {
         m.stride(d, self.k.parallel_rank)
     }
 
@@ -374,7 +377,7 @@ impl Emitter<'_> {
             .map(|m| (m.slot, self.stride(m, d).wrapping_mul(steps)))
             .collect();
         for (slot, delta) in steps {
-            add_slot(self.ops, slot, delta);
+            self.add_to_slot(slot, delta);
         }
     }
 

@@ -11,7 +11,7 @@
 //! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path for contiguous
 //!   innermost dims (elementwise, and reductions over the innermost dim);
 //! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`), used by
-//!   the AVX-512 tier's masked tails.
+//!   the AVX-512 tier's masked tails; `vex.rs`: the FMA forms dynasm encodes wrongly.
 //!
 //! What each tier emits: SSE2 runs every kernel with the scalar loops; AVX2 vectorizes the
 //! kernels `vector.rs` accepts (others stay scalar, whole kernel); AVX-512 is AVX2 plus a
@@ -27,10 +27,12 @@ pub(crate) mod evex;
 mod gemm;
 pub(crate) mod kernel;
 pub(crate) mod micro;
+mod pin;
 mod scalar;
 mod vector;
 mod vector_ops;
 mod vector_reduce;
+pub(crate) mod vex;
 
 #[cfg(test)]
 mod tests;
@@ -164,6 +166,11 @@ impl Target for X64Target {
     fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64) {
         let m = micro::Micro::for_tier(self.tier, dtype, true);
         (m.mr, m.nr())
+    }
+
+    fn has_fma(&self) -> bool {
+        // The AVX2 tier's feature set includes FMA; the SSE2 tier's CPUs may lack it.
+        self.tier.has_avx2()
     }
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {

@@ -6,7 +6,7 @@
 //! `idiv` is never reached with a zero divisor or `MIN / -1`; shift amounts outside `0..bits`
 //! are clamped or zeroed; float max/min propagate NaN and order `-0.0 < +0.0`; comparisons
 //! read the parity flag so NaN compares false (true for `ne`). Transcendentals, `pow`, `rem`
-//! and (below the AVX2 tier) floor/ceil/round call the runtime's import table.
+//! and (below the AVX2 tier) floor/ceil/round and `fma` call the runtime's import table.
 
 use accy_artifact::{DispatchState, Import};
 use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
@@ -166,7 +166,45 @@ impl Emitter<'_> {
                 self.emit_convert(from, self.slot(x)?, dtype, dst)
             }
             Node::Acc => Err(self.unsupported("an accumulator read in a loop kernel")),
+            Node::Fma { a, b, c } => {
+                let (a, b, c) = (self.slot(a)?, self.slot(b)?, self.slot(c)?);
+                self.emit_fma(dtype, a, b, c, dst)
+            }
+            // The slot holds the value's bits whatever its dtype: copy them.
+            Node::Bitcast { x } => {
+                let x = self.slot(x)?;
+                x64!(self.ops; mov rax, QWORD [rsp + x] ; mov QWORD [rsp + dst], rax);
+                Ok(())
+            }
         }
+    }
+
+    /// `dst = a · b + c` rounded once: `vfmadd231ss`/`sd` on the tiers with FMA, else the
+    /// import (the SSE2 tier's CPUs may lack the instruction).
+    fn emit_fma(
+        &mut self,
+        dtype: DType,
+        a: i32,
+        b: i32,
+        c: i32,
+        dst: i32,
+    ) -> Result<(), EmitError> {
+        let wide = match dtype {
+            DType::F32 => false,
+            DType::F64 => true,
+            _ => return Err(self.unsupported(format!("fma on {dtype}"))),
+        };
+        self.load_float(0, a, dtype);
+        self.load_float(1, b, dtype);
+        self.load_float(2, c, dtype);
+        if self.tier.has_avx2() {
+            self.ops.extend(super::vex::vfmadd231(2, 0, 1, wide, false));
+            self.store_float(2, dst, dtype);
+        } else {
+            self.call_import(if wide { Import::FmaF64 } else { Import::FmaF32 });
+            self.store_float(0, dst, dtype);
+        }
+        Ok(())
     }
 
     /// `dst` = element `rax` of `binding` (a bool byte reads as true when non-zero).

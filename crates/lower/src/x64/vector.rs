@@ -15,8 +15,8 @@
 //! outer dims, and anything computed only from those) are evaluated once per run of the inner
 //! loop by the scalar code, before it starts, and broadcast; so even an `exp` of a broadcast
 //! operand costs one import call per row. Vector values live in ymm5–ymm15 by a linear scan
-//! over their live ranges (uniform values for the whole loop), the rest in 32-byte frame
-//! slots; ymm0–ymm4 are scratch.
+//! over their live ranges (`emit::vregs`: varying values first, then uniform ones for the
+//! whole loop), the rest in 32-byte frame slots; ymm0–ymm4 are scratch.
 //!
 //! Bounds: the vector loop runs while `counter + lanes <= bound`, so it touches only points of
 //! the space; the tail finishes the remaining points one at a time. Nothing reads or writes
@@ -32,6 +32,8 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::kernel::Emitter;
 use super::X64Tier;
+use crate::emit::vregs::allocate;
+pub(crate) use crate::emit::vregs::Home;
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
@@ -41,17 +43,6 @@ const FIRST_REG: u8 = 5;
 const END_REG: u8 = 16;
 /// The accumulator of a vectorized reduction (then not allocatable).
 pub(crate) const ACC_REG: u8 = 15;
-
-/// Where a vector value lives while the inner loop runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Home {
-    /// Not a vector value.
-    None,
-    /// In this ymm register.
-    Reg(u8),
-    /// In this 32-byte frame slot.
-    Slot(usize),
-}
 
 /// How the innermost parallel dim is vectorized.
 #[derive(Debug)]
@@ -141,6 +132,9 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
             _ => false,
         },
         Node::Acc => false,
+        Node::Fma { .. } => matches!(dtype, F32 | F64),
+        // Validation keeps the lane width.
+        Node::Bitcast { .. } => true,
     }
 }
 
@@ -250,7 +244,8 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     }
     let reducing = k.reduction.is_some();
     let end_reg = if reducing { ACC_REG } else { END_REG };
-    let (home, mut slots) = allocate(k, &uniform, &needs_vec, end_reg);
+    let regs: Vec<u8> = (FIRST_REG..end_reg).collect();
+    let (home, mut slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &regs);
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
         slots += 1;
@@ -263,58 +258,6 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         slots,
         acc_slot,
     })
-}
-
-/// Linear-scan allocation of vector homes: uniform values first (live for the whole loop),
-/// then varying values over `[definition, last use]`; registers run out into frame slots.
-fn allocate(
-    k: &LoopKernel,
-    uniform: &[bool],
-    needs_vec: &[bool],
-    end_reg: u8,
-) -> (Vec<Home>, usize) {
-    let n = k.nodes.len();
-    let mut last_use: Vec<usize> = (0..n).collect();
-    for (j, kn) in k.nodes.iter().enumerate() {
-        if needs_vec[j] && !uniform[j] {
-            for o in kn.node.operands() {
-                last_use[o as usize] = last_use[o as usize].max(j);
-            }
-        }
-    }
-    last_use[k.result as usize] = usize::MAX;
-    let mut home = vec![Home::None; n];
-    let mut owner: Vec<Option<usize>> = vec![None; END_REG as usize];
-    let mut slots = 0;
-    let order = (0..n)
-        .filter(|&i| needs_vec[i] && uniform[i])
-        .map(|i| (i, true))
-        .chain(
-            (0..n)
-                .filter(|&i| needs_vec[i] && !uniform[i])
-                .map(|i| (i, false)),
-        );
-    for (i, whole_loop) in order {
-        if !whole_loop {
-            for o in owner.iter_mut() {
-                if o.is_some_and(|v| !uniform[v] && last_use[v] < i) {
-                    *o = None;
-                }
-            }
-        }
-        let free = (FIRST_REG..end_reg).find(|&r| owner[r as usize].is_none());
-        home[i] = match free {
-            Some(r) => {
-                owner[r as usize] = Some(i);
-                Home::Reg(r)
-            }
-            None => {
-                slots += 1;
-                Home::Slot(slots - 1)
-            }
-        };
-    }
-    (home, slots)
 }
 
 impl Emitter<'_> {
@@ -336,17 +279,17 @@ impl Emitter<'_> {
         self.emit_bound(d, gpr::RCX);
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
+        self.pin_loop_state(d);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         self.emit_vstore(plan)?;
-        x64!(self.ops; add QWORD [rsp + counter], lanes as i32);
+        self.add_to_slot(counter, lanes);
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
         self.emit_bound(d, gpr::RCX);
-        x64!(self.ops
-            ; mov rax, QWORD [rsp + counter] ; add rax, lanes as i32
-            ; cmp rax, rcx ; jbe =>vtop
-        );
+        self.slot_to_rax(counter);
+        x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+        self.unpin();
         if self.tier == X64Tier::Avx512 {
             let done = self.ops.new_dynamic_label();
             self.emit_masked_tail(d, done, |e| {
@@ -431,7 +374,8 @@ impl Emitter<'_> {
         let src = self.vsrc(plan, self.k.result, 0)?;
         let map = self.lay.store_map;
         let b = self.k.store.binding as i32 * 8;
-        x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+        self.slot_to_rax(map);
+        x64!(self.ops; mov rcx, QWORD [r12 + b]);
         if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);
             self.ops

@@ -81,7 +81,8 @@ impl Emitter<'_> {
             Node::Load { binding, .. } => {
                 let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
                 let b = binding as i32 * 8;
-                x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);
+                self.slot_to_rax(map);
+                x64!(self.ops; mov rcx, QWORD [r12 + b]);
                 if self.masked {
                     let (lanes, mem) = masked_operand(w);
                     self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
@@ -124,6 +125,28 @@ impl Emitter<'_> {
                 let from = self.dtype(x)?;
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
+            }
+            Node::Fma { a, b, c } => {
+                let a = self.vsrc(plan, a, 0)?;
+                let b = self.vsrc(plan, b, 1)?;
+                let c = self.vsrc(plan, c, 2)?;
+                // vfmadd231 accumulates into its destination: start it from c, unless the
+                // destination is a factor's register (a scratch register shared with a
+                // spilled operand), then go through ymm3.
+                let acc = if dst == a || dst == b { 3 } else { dst };
+                if acc != c {
+                    x64!(self.ops; vmovaps Ry(acc), Ry(c));
+                }
+                self.ops.extend(super::vex::vfmadd231(acc, a, b, w, true));
+                if acc != dst {
+                    x64!(self.ops; vmovaps Ry(dst), Ry(acc));
+                }
+            }
+            Node::Bitcast { x } => {
+                let a = self.vsrc(plan, x, 0)?;
+                if a != dst {
+                    x64!(self.ops; vmovaps Ry(dst), Ry(a));
+                }
             }
             Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } | Node::Acc => {
                 return Err(self.unsupported("a varying gather, index or constant in vector code"))

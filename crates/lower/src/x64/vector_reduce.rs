@@ -61,19 +61,19 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
         self.vconst(ACC_REG, identity, plan.wide);
+        self.pin_loop_state(d);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         let value = self.vsrc(plan, self.k.result, 0)?;
         self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)?;
-        x64!(self.ops; add QWORD [rsp + counter], lanes as i32);
+        self.add_to_slot(counter, lanes);
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
         self.emit_bound(d, gpr::RCX);
         let spill = self.lay.vec_slot(acc_slot);
-        x64!(self.ops
-            ; mov rax, QWORD [rsp + counter] ; add rax, lanes as i32
-            ; cmp rax, rcx ; jbe =>vtop
-        );
+        self.slot_to_rax(counter);
+        x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+        self.unpin();
         let avx512 = self.tier == X64Tier::Avx512;
         if avx512 {
             // The remaining points as one masked iteration; masked-off lanes combine the

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use accy_session::{Handle, Scratch, Session};
+use accy_session::{Error, Scratch};
 
 use crate::cmd::{Buffer, Failure};
 
@@ -136,11 +136,15 @@ impl Gate {
 /// One caller's buffers: inputs and outputs.
 pub type CallerBuffers = (Vec<Buffer>, Vec<Buffer>);
 
-/// Runs one caller per entry of `buffers`, all invoking `handle` at once, and returns what
+/// One invocation of what is measured, on a caller's scratch and buffers (a session's
+/// program, or a prepared model, which brings its own scratch).
+pub type Invoke<'a> =
+    dyn Fn(&mut Scratch, &[&[u8]], &mut [&mut [u8]]) -> Result<(), Error> + Sync + 'a;
+
+/// Runs one caller per entry of `buffers`, all calling `invoke` at once, and returns what
 /// each measured.
 pub fn measure(
-    session: &Session,
-    handle: Handle,
+    invoke: &Invoke<'_>,
     buffers: Vec<CallerBuffers>,
     warmup: u64,
     stop: Stop,
@@ -155,7 +159,7 @@ pub fn measure(
         for (ins, outs) in buffers {
             let (gate, done, finished) = (&gate, &done, &finished);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let r = caller(session, handle, ins, outs, warmup, stop, gate, done);
+                let r = caller(invoke, ins, outs, warmup, stop, gate, done);
                 finished.fetch_add(1, Ordering::Release);
                 r
             });
@@ -182,13 +186,8 @@ pub fn measure(
 }
 
 /// One caller: warm up, wait at the gate, measure.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one caller's share of the run, passed apart because each part has its own owner"
-)]
 fn caller(
-    session: &Session,
-    handle: Handle,
+    run: &Invoke<'_>,
     ins: Vec<Buffer>,
     mut outs: Vec<Buffer>,
     warmup: u64,
@@ -199,11 +198,7 @@ fn caller(
     let mut scratch = Scratch::new();
     let ins: Vec<&[u8]> = ins.iter().map(Buffer::bytes).collect();
     let mut outs: Vec<&mut [u8]> = outs.iter_mut().map(Buffer::bytes_mut).collect();
-    let mut invoke = || {
-        session
-            .invoke(handle, &mut scratch, &ins, &mut outs)
-            .map_err(|e| Failure::session("run", &e))
-    };
+    let mut invoke = || run(&mut scratch, &ins, &mut outs).map_err(|e| Failure::session("run", &e));
     // Every caller must reach the gate, or the others would wait for it forever.
     let warmed = catch_unwind(AssertUnwindSafe(|| {
         let began = Instant::now();

@@ -16,6 +16,7 @@ mod abi;
 mod compare;
 mod contraction;
 mod loops;
+pub(crate) mod math;
 mod nodes;
 mod random;
 
@@ -213,6 +214,16 @@ pub const GROUPS: &[Group] = &[
         run: nodes::gather,
     },
     Group {
+        name: "fma_bitcast",
+        floor: 40,
+        run: nodes::fma_bitcast,
+    },
+    Group {
+        name: "math",
+        floor: 16,
+        run: math::math,
+    },
+    Group {
         name: "reductions",
         floor: 167,
         run: loops::reductions,
@@ -365,6 +376,14 @@ macro_rules! conformance_tests {
                 group("gather")
             }
             #[test]
+            fn fma_bitcast() {
+                group("fma_bitcast")
+            }
+            #[test]
+            fn math() {
+                group("math")
+            }
+            #[test]
             fn reductions() {
                 group("reductions")
             }
@@ -427,6 +446,8 @@ macro_rules! conformance_tests {
                         "convert",
                         "const_index",
                         "gather",
+                        "fma_bitcast",
+                        "math",
                         "reductions",
                         "maps",
                         "vector_lengths",

@@ -1,5 +1,6 @@
 //! Every node kind × dtype on edge values: unary, binary, compare and select, convert,
-//! constants and indices, gathers. Combinations the validator refuses are skipped; the group
+//! constants and indices, gathers, and the nodes only the math expansions produce (`fma`,
+//! `bitcast`, shifts by constants). Combinations the validator refuses are skipped; the group
 //! floors in `GROUPS` catch a suite that silently checks nothing.
 
 use accy_artifact::Access;
@@ -185,6 +186,91 @@ pub(super) fn gather(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             };
             for workgroups in [1, 2] {
                 s.check_if_valid(&k, &buffers, workgroups)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn fma_bitcast(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for dt in [DType::F32, DType::F64] {
+        // Every triple of edge values, then products whose rounding error only a fused
+        // multiply-add sees: c = -(a·b) rounded, so a·b + c is exactly that error.
+        let fma = node(Node::Fma { a: 0, b: 1, c: 2 }, dt);
+        product_case(s, format!("fma_{dt}"), &[dt, dt, dt], vec![fma.clone()], 1)?;
+        let n = 1001;
+        let (a, b) = (data(dt, n, 11), data(dt, n, 12));
+        let size = dt.size_bytes() as usize;
+        let c: Vec<u8> = a
+            .chunks(size)
+            .zip(b.chunks(size))
+            .flat_map(|(a, b)| match dt {
+                DType::F32 => {
+                    let f = |x: &[u8]| f32::from_le_bytes(x.try_into().unwrap_or_default());
+                    (-(f(a) * f(b))).to_le_bytes().to_vec()
+                }
+                _ => {
+                    let f = |x: &[u8]| f64::from_le_bytes(x.try_into().unwrap_or_default());
+                    (-(f(a) * f(b))).to_le_bytes().to_vec()
+                }
+            })
+            .collect();
+        let k = elementwise(
+            &format!("fma_error_{dt}"),
+            n as u64,
+            &[dt, dt, dt],
+            vec![fma],
+        );
+        s.check(&k, &[a, b, c, vec![0xAB; n * size]], 2)?;
+    }
+    let pairs = [
+        (DType::F32, DType::I32),
+        (DType::I32, DType::F32),
+        (DType::F64, DType::I64),
+        (DType::I64, DType::F64),
+        (DType::F32, DType::F32),
+        (DType::I64, DType::I64),
+    ];
+    for (from, to) in pairs {
+        let cast = node(Node::Bitcast { x: 0 }, to);
+        product_case(s, format!("bitcast_{from}_{to}"), &[from], vec![cast], 1)?;
+    }
+    // The shapes the expansions build from these: the bits of a float, shifted by a constant
+    // (0, inside the lane, the last bit, and out of range: 32 or 64, which stays scalar),
+    // masked and compared, and a select on the comparison — on every backend's vector path.
+    for (float, int) in [(DType::F32, DType::I32), (DType::F64, DType::I64)] {
+        let bits = int.size_bytes() * 8;
+        for op in [BinaryOp::Shl, BinaryOp::ShrLogical, BinaryOp::ShrArithmetic] {
+            for amount in [0, 1, bits - 9, bits - 1, bits] {
+                let extra = vec![
+                    node(Node::Bitcast { x: 0 }, int),
+                    node(Node::Const { bits: amount }, int),
+                    node(Node::Binary { op, lhs: 1, rhs: 2 }, int),
+                    node(
+                        Node::Compare {
+                            op: CompareOp::Lt,
+                            lhs: 3,
+                            rhs: 1,
+                        },
+                        DType::Bool,
+                    ),
+                    node(
+                        Node::Select {
+                            cond: 4,
+                            on_true: 3,
+                            on_false: 1,
+                        },
+                        int,
+                    ),
+                    node(Node::Bitcast { x: 5 }, float),
+                ];
+                product_case(
+                    s,
+                    format!("shift_{op}_{amount}_{float}"),
+                    &[float],
+                    extra,
+                    1,
+                )?;
             }
         }
     }

@@ -240,6 +240,38 @@ vfmadd231pd ymm12,ymm13,ymm14
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }
 
+/// Every `vfmadd231` form `vex.rs` writes as bytes (dynasm gets the W = 1 ones wrong), for
+/// low and high registers.
+#[test]
+fn vex_fma_forms_decode_as_intended() {
+    use crate::x64::vex::vfmadd231;
+    let mut code = Vec::new();
+    for (dst, b, c) in [(1, 2, 3), (12, 13, 14), (0, 9, 5), (8, 0, 15)] {
+        for (wide, packed) in [(false, true), (true, true), (false, false), (true, false)] {
+            code.extend(vfmadd231(dst, b, c, wide, packed));
+        }
+    }
+    let expected = "\
+vfmadd231ps ymm1,ymm2,ymm3
+vfmadd231pd ymm1,ymm2,ymm3
+vfmadd231ss xmm1,xmm2,xmm3
+vfmadd231sd xmm1,xmm2,xmm3
+vfmadd231ps ymm12,ymm13,ymm14
+vfmadd231pd ymm12,ymm13,ymm14
+vfmadd231ss xmm12,xmm13,xmm14
+vfmadd231sd xmm12,xmm13,xmm14
+vfmadd231ps ymm0,ymm9,ymm5
+vfmadd231pd ymm0,ymm9,ymm5
+vfmadd231ss xmm0,xmm9,xmm5
+vfmadd231sd xmm0,xmm9,xmm5
+vfmadd231ps ymm8,ymm0,ymm15
+vfmadd231pd ymm8,ymm0,ymm15
+vfmadd231ss xmm8,xmm0,xmm15
+vfmadd231sd xmm8,xmm0,xmm15
+";
+    assert_eq!(disassemble(&code).expect("decodes"), expected);
+}
+
 /// Every EVEX form `evex.rs` produces, for registers and lane widths the emitter uses,
 /// decoded by iced-x86.
 #[test]

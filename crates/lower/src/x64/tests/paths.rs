@@ -12,6 +12,32 @@ use crate::testing::kernels::{binary_2d, load, node, random_kernel, reduce_2d};
 use crate::x64::vector::vector_lanes;
 use crate::x64::{X64Target, X64Tier};
 
+/// Every expanded transcendental, and a chain around one, runs on the vector path in default
+/// mode: no scalar loop, no import call per element.
+#[test]
+fn expanded_math_is_vectorized() {
+    use crate::testing::conformance::math::OPS;
+    use crate::testing::kernels::{elementwise, expanded};
+    for (dtype, lanes) in [(DType::F32, 8), (DType::F64, 4)] {
+        for op in OPS {
+            let k = elementwise(
+                "f",
+                100,
+                &[dtype],
+                vec![node(Node::Unary { op, x: 0 }, dtype)],
+            );
+            let k = expanded(k).expect("expands");
+            assert!(
+                !k.nodes
+                    .iter()
+                    .any(|n| matches!(n.node, Node::Unary { op: o, .. } if o == op)),
+                "{op} {dtype} left unexpanded"
+            );
+            assert_eq!(vector_lanes(&k), Some(lanes), "{op} {dtype}");
+        }
+    }
+}
+
 #[test]
 fn vector_path_is_taken_where_it_applies() {
     let contiguous = |dtype| {

@@ -1,0 +1,216 @@
+//! [`Pages`] and [`FrozenPages`]: memory for data written once and then only read — weights
+//! copied in, and the packed forms computed from them.
+//!
+//! A block is a private anonymous mapping of whole pages, writable while it is filled and then
+//! frozen with `mprotect(PROT_READ)`. Validation already refuses every command that writes a
+//! weight, but it cannot see inside machine code; with the pages read-only, a kernel that
+//! broke its contract faults at the first write instead of silently corrupting weights that
+//! every plan and every inference slot shares. A page-aligned start also satisfies every
+//! alignment a slot can ask for (up to a page).
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::sys::{self, Errno, Protection};
+
+/// A block of pages could not be mapped or protected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PagesFailure {
+    /// The bytes asked for.
+    pub(crate) bytes: usize,
+    /// The system's error (`ENOMEM` when memory or address space ran out, or the size
+    /// overflowed once rounded to pages).
+    pub(crate) errno: Errno,
+}
+
+/// The address a zero-length block reports: non-null and page aligned, never dereferenced.
+fn empty_address() -> NonNull<u8> {
+    NonNull::new(std::ptr::without_provenance_mut::<u8>(sys::page_size()))
+        .unwrap_or(NonNull::dangling())
+}
+
+/// A zero-filled, page-aligned block of `len` bytes, readable and writable until
+/// [`Pages::freeze`]. Unmapped on drop.
+pub(crate) struct Pages {
+    ptr: NonNull<u8>,
+    len: usize,
+    map_len: usize,
+}
+
+/// A block made read-only by [`Pages::freeze`]: its bytes never change again, and a write to
+/// them faults. Shared freely (`Send + Sync`); unmapped on drop.
+pub(crate) struct FrozenPages {
+    ptr: NonNull<u8>,
+    len: usize,
+    map_len: usize,
+}
+
+// SAFETY: `Pages` exclusively owns its mapping, like a `Vec<u8>` its buffer; writing needs
+// `&mut self`.
+unsafe impl Send for Pages {}
+// SAFETY: `&Pages` gives no access to the bytes at all.
+unsafe impl Sync for Pages {}
+// SAFETY: the mapping is owned and read-only for the rest of its life; nothing can write it.
+unsafe impl Send for FrozenPages {}
+// SAFETY: as above: shared references only ever read immutable bytes.
+unsafe impl Sync for FrozenPages {}
+
+impl Pages {
+    /// A writable, zero-filled block of `len` bytes starting on a page boundary. A zero-length
+    /// block maps nothing.
+    pub(crate) fn new(len: usize) -> Result<Pages, PagesFailure> {
+        let failure = |errno| PagesFailure { bytes: len, errno };
+        if len == 0 {
+            return Ok(Pages {
+                ptr: empty_address(),
+                len,
+                map_len: 0,
+            });
+        }
+        let map_len =
+            sys::round_to_pages(len, sys::page_size()).ok_or(failure(Errno(libc::ENOMEM)))?;
+        let ptr = sys::map_anonymous(map_len, Protection::ReadWrite).map_err(failure)?;
+        Ok(Pages { ptr, len, map_len })
+    }
+
+    /// The first byte, for writing through; valid for `len` bytes while `self` is not
+    /// otherwise used.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The bytes, for writing.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping holds at least `len` zero-initialised, writable bytes (for
+        // `len == 0` any non-null pointer is valid) and `&mut self` makes this the only
+        // reference to them.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Makes the block read-only for the rest of its life.
+    pub(crate) fn freeze(self) -> Result<FrozenPages, PagesFailure> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let frozen = FrozenPages {
+            ptr: this.ptr,
+            len: this.len,
+            map_len: this.map_len,
+        };
+        if frozen.map_len > 0 {
+            // SAFETY: `ptr..ptr + map_len` is exactly the page-aligned mapping `Pages::new`
+            // made, owned by `frozen` now, and `self` (consumed) held the only references.
+            unsafe { sys::protect(frozen.ptr, frozen.map_len, Protection::ReadOnly) }.map_err(
+                |errno| PagesFailure {
+                    bytes: frozen.len,
+                    errno,
+                },
+            )?;
+        }
+        Ok(frozen)
+    }
+}
+
+impl FrozenPages {
+    /// The number of bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first byte, for reading only.
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The bytes (for tests: the crate reads frozen blocks through raw pointers in runs).
+    #[cfg(test)]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping holds `len` initialised bytes that never change again (for
+        // `len == 0` any non-null pointer is valid).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+/// Unmaps `map_len` bytes at `ptr` (nothing for an empty block). A failure cannot be reported
+/// from `drop` and would only leak the range, so it is ignored.
+fn unmap(ptr: NonNull<u8>, map_len: usize) {
+    if map_len > 0 {
+        // SAFETY: the caller owns exactly this mapping and is being dropped.
+        let _ = unsafe { sys::unmap(ptr, map_len) };
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.map_len);
+    }
+}
+
+impl Drop for FrozenPages {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.map_len);
+    }
+}
+
+impl fmt::Debug for Pages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pages")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl fmt::Debug for FrozenPages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrozenPages")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::mapping_perms;
+
+    fn copy_of(bytes: &[u8]) -> FrozenPages {
+        let mut pages = Pages::new(bytes.len()).unwrap();
+        pages.as_mut_slice().copy_from_slice(bytes);
+        pages.freeze().unwrap()
+    }
+
+    #[test]
+    fn frozen_pages_are_page_aligned_read_only_and_hold_the_copy() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let frozen = copy_of(&bytes);
+        assert_eq!(frozen.as_slice(), &bytes[..]);
+        assert_eq!(frozen.as_ptr() as usize % sys::page_size(), 0);
+        let perms = mapping_perms(frozen.as_ptr() as usize).unwrap();
+        assert!(perms.starts_with("r--"), "{perms}");
+        let last = frozen.as_ptr() as usize + bytes.len() - 1;
+        assert!(mapping_perms(last).unwrap().starts_with("r--"));
+
+        let empty = copy_of(&[]);
+        assert_eq!(empty.len(), 0);
+        assert_eq!(empty.as_slice(), &[] as &[u8]);
+        assert_eq!(empty.as_ptr() as usize % sys::page_size(), 0);
+    }
+
+    #[test]
+    fn writable_pages_are_zeroed_and_writable_until_frozen() {
+        let mut pages = Pages::new(5000).unwrap();
+        assert!(pages.as_mut_slice().iter().all(|&b| b == 0));
+        let perms = mapping_perms(pages.as_mut_ptr() as usize).unwrap();
+        assert!(perms.starts_with("rw-"), "{perms}");
+        pages.as_mut_slice()[4999] = 7;
+        let frozen = pages.freeze().unwrap();
+        assert_eq!(frozen.as_slice()[4999], 7);
+    }
+
+    #[test]
+    fn impossible_sizes_fail_with_enomem() {
+        let failure = Pages::new(usize::MAX - 10).unwrap_err();
+        assert_eq!(failure.errno, Errno(libc::ENOMEM));
+        assert_eq!(Pages::new(1 << 62).unwrap_err().errno, Errno(libc::ENOMEM));
+    }
+}

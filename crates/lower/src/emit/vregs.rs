@@ -1,0 +1,151 @@
+//! Where the vector values of a vectorized inner loop live, on every ISA: a linear scan over
+//! the values' live ranges hands out the ISA's allocatable vector registers, and values that
+//! find none live in the frame's vector slots ([`super::frame::Layout::vec_slot`]).
+//!
+//! Varying values (those computed at every vector of points) are placed first, so they never
+//! spill while a loop-invariant value holds a register: a spilled varying value costs a store
+//! and a load per iteration, a spilled uniform one (evaluated before the loop and broadcast)
+//! only a load per use. Uniform values then take the registers no varying value ever needs,
+//! most-used first, for the whole loop.
+
+use crate::kernel::{KernelNode, NodeId};
+
+/// Where a vector value lives while the inner loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Home {
+    /// Not a vector value.
+    None,
+    /// In this vector register.
+    Reg(u8),
+    /// In this frame vector slot.
+    Slot(usize),
+}
+
+/// The homes of a kernel's vector values: per node, and the number of vector slots used.
+///
+/// `needs_vec[i]` marks node `i` as a vector value, `uniform[i]` as one that holds for the
+/// whole loop; `result` stays live to the end; `regs` lists the allocatable registers in the
+/// order to hand them out.
+pub(crate) fn allocate(
+    nodes: &[KernelNode],
+    result: NodeId,
+    uniform: &[bool],
+    needs_vec: &[bool],
+    regs: &[u8],
+) -> (Vec<Home>, usize) {
+    let n = nodes.len();
+    let varying = |i: usize| needs_vec[i] && !uniform[i];
+    let mut last_use: Vec<usize> = (0..n).collect();
+    let mut uses = vec![0usize; n];
+    for (j, kn) in nodes.iter().enumerate() {
+        if varying(j) {
+            for o in kn.node.operands() {
+                if let Some(l) = last_use.get_mut(o as usize) {
+                    *l = (*l).max(j);
+                    uses[o as usize] += 1;
+                }
+            }
+        }
+    }
+    if let Some(l) = last_use.get_mut(result as usize) {
+        *l = usize::MAX;
+    }
+    let mut home = vec![Home::None; n];
+    let mut slots = 0;
+    let mut new_slot = || {
+        slots += 1;
+        Home::Slot(slots - 1)
+    };
+    // Varying values: a register is free again after its value's last use.
+    let mut owner: Vec<Option<usize>> = vec![None; regs.len()];
+    let mut ever_used = vec![false; regs.len()];
+    for i in (0..n).filter(|&i| varying(i)) {
+        for o in owner.iter_mut() {
+            if o.is_some_and(|v| last_use[v] < i) {
+                *o = None;
+            }
+        }
+        home[i] = match owner.iter().position(Option::is_none) {
+            Some(r) => {
+                owner[r] = Some(i);
+                ever_used[r] = true;
+                Home::Reg(regs[r])
+            }
+            None => new_slot(),
+        };
+    }
+    // Uniform values, most-used first, into the registers no varying value touches.
+    let mut order: Vec<usize> = (0..n).filter(|&i| needs_vec[i] && uniform[i]).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(uses[i]));
+    let mut free = regs
+        .iter()
+        .zip(&ever_used)
+        .filter(|(_, &used)| !used)
+        .map(|(&r, _)| r);
+    for i in order {
+        home[i] = match free.next() {
+            Some(r) => Home::Reg(r),
+            None => new_slot(),
+        };
+    }
+    (home, slots)
+}
+
+#[cfg(test)]
+mod tests {
+    use accy_ir::{BinaryOp, DType};
+
+    use super::*;
+    use crate::kernel::Node;
+
+    fn node(node: Node) -> KernelNode {
+        KernelNode {
+            node,
+            dtype: DType::F32,
+        }
+    }
+
+    #[test]
+    fn varying_values_get_registers_before_uniform_ones_and_reuse_them() {
+        // %0 = const, %1 = const, %2 = load, %3 = %2 + %0, %4 = %3 * %1, %5 = %4 + %0
+        let add = |lhs, rhs| {
+            node(Node::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            })
+        };
+        let nodes = vec![
+            node(Node::Const { bits: 0 }),
+            node(Node::Const { bits: 1 }),
+            node(Node::Load {
+                binding: 0,
+                map: crate::kernel::IndexMap::new(0, &[1]),
+            }),
+            add(2, 0),
+            add(3, 1),
+            add(4, 0),
+        ];
+        let uniform = [true, true, false, false, false, false];
+        let needs = [true; 6];
+        // Two registers: the varying chain needs both (%2 dies at %3, %3 at %4, ...), so both
+        // constants spill; %0 is used twice, %1 once.
+        let (home, slots) = allocate(&nodes, 5, &uniform, &needs, &[7, 8]);
+        assert_eq!(
+            home,
+            [
+                Home::Slot(0),
+                Home::Slot(1),
+                Home::Reg(7),
+                Home::Reg(8),
+                Home::Reg(7),
+                Home::Reg(8)
+            ]
+        );
+        assert_eq!(slots, 2);
+        // Four registers: the constants take the two the chain never needs, %0 first.
+        let (home, slots) = allocate(&nodes, 5, &uniform, &needs, &[7, 8, 9, 10]);
+        assert_eq!(home[..2], [Home::Reg(9), Home::Reg(10)]);
+        assert_eq!(slots, 0);
+    }
+}

@@ -1,0 +1,140 @@
+//! `exp`, and the exponential core the other expansions build on (`tanh`, `sigmoid`, `erf`,
+//! `pow`).
+//!
+//! Reduction: `n = round(x · log2 e)` through the magic-number trick (one FMA adds
+//! `1.5 · 2^mantissa`, so the sum's low bits hold `n` and subtracting the magic gives `n` as a
+//! float), then `r = x - n · ln 2` in two FMAs with `ln 2` split in two (the first is exact,
+//! see below), so `|r| ≤ ln 2 / 2`. Polynomial: `e^r = 1 + r + r² · P(r)`, `P` a minimax fit
+//! of degree 4 (f32) or 9 (f64) to `(e^r - 1 - r) / r²` for relative error (`tools/remez.py`:
+//! 0.06 and 0.10 ULP), evaluated by Horner with FMAs; the last addition of 1 rounds once.
+//! Scaling by `2^n`: `n` (taken from the magic sum's bits) is shifted into the exponent field
+//! and added to the bits of `e^r`, which is exact while the result is a normal number. To keep
+//! it so, the bits get `n - 1` and the result is multiplied by 2 (so `n = 128` (f32) still
+//! works and a true overflow rounds to ±inf by itself); where `2^(n-1)` would fall below the
+//! normal range, they get `n + K` and the result is multiplied by `2^-K` (K = 64 or 128),
+//! so a subnormal result is rounded once, correctly, by that multiplication.
+//!
+//! Why `x - n · ln2_hi` is exact: with FMA the product is not rounded, `|r| ≤ 0.35`, and both
+//! terms are multiples of the smaller of `ulp(x)` and `ulp(ln2_hi)`, so `r` needs fewer
+//! significant bits than the format has.
+//!
+//! Special values: below the underflow threshold (`x < -104` f32, `-746` f64; also -inf) the
+//! argument is clamped there, where the result rounds to +0. Above the overflow threshold
+//! (the largest x whose correctly rounded `e^x` is finite) and for +inf the result is
+//! `x · inf` = +inf, and NaN stays NaN (`x · inf` too). Callers that know their argument
+//! stays inside (tanh, erf) skip those guards.
+
+use super::builder::{Builder, V};
+
+/// `P` for f32: `e^r ≈ 1 + r + r² P(r)` on `|r| ≤ ln2/2` (tools/remez.py `exp`, degree 4).
+const P32: [f64; 5] = [
+    0.4999999403953552,
+    0.1666652113199234,
+    0.04166838899254799,
+    0.008368710055947304,
+    0.0013814613921567798,
+];
+/// `P` for f64 (degree 9).
+const P64: [f64; 10] = [
+    0.5000000000000011,
+    0.16666666666666413,
+    0.041666666666530267,
+    0.00833333333349434,
+    0.001388888894359789,
+    0.00019841269506762916,
+    2.480149313594894e-05,
+    2.755758628212554e-06,
+    2.7630234016258445e-07,
+    2.5000067167501987e-08,
+];
+/// `ln 2` split: the nearest float, then the nearest float to the rest.
+const LN2_32: [f64; 2] = [0.6931471824645996, -1.9046542121259336e-09];
+const LN2_64: [f64; 2] = [std::f64::consts::LN_2, 2.3190468138462996e-17];
+/// `log2 e` in each format.
+const LOG2E: [f64; 2] = [1.4426950216293335, std::f64::consts::LOG2_E];
+/// Below this, `e^x` rounds to +0 (and the argument is clamped here).
+const UNDERFLOW: [f64; 2] = [-104.0, -746.0];
+/// The largest x whose correctly rounded `e^x` is finite.
+const OVERFLOW: [f64; 2] = [88.72283172607422, 709.782712893384];
+
+/// Which ends of the range an argument can reach, so the guards for the others are left out.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Reach {
+    /// The argument can go below the normal range of the result (or be -inf).
+    pub low: bool,
+    /// The argument can exceed the overflow threshold (or be +inf or NaN).
+    pub high: bool,
+}
+
+/// `e^x`: the `exp` op.
+pub(super) fn exp(b: &mut Builder<'_>, x: V) -> V {
+    exp_reaching(
+        b,
+        x,
+        Reach {
+            low: true,
+            high: true,
+        },
+    )
+}
+
+/// `e^x` for an `x` that stays where `reach` says (see the module doc).
+pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
+    let w = usize::from(b.fmt.wide());
+    let x_in = if reach.low {
+        let lo = b.f(UNDERFLOW[w]);
+        let below = b.lt(x, lo);
+        b.select(below, lo, x)
+    } else {
+        x
+    };
+    let (log2e, magic) = (b.f(LOG2E[w]), b.f(b.fmt.magic()));
+    let t = b.fma(x_in, log2e, magic);
+    let n = b.sub(t, magic);
+    let ln2 = if b.fmt.wide() { LN2_64 } else { LN2_32 };
+    let (hi, lo) = (b.f(-ln2[0]), b.f(-ln2[1]));
+    let r = b.fma(n, hi, x_in);
+    let r = b.fma(n, lo, r);
+    let coefficients: &[f64] = b.pick(&P32, &P64);
+    let p = b.poly(r, coefficients);
+    let r2 = b.mul(r, r);
+    let q = b.fma(r2, p, r);
+    let one = b.f(1.0);
+    let er = b.add(q, one);
+    let y = scale(b, er, t, n, reach.low);
+    if !reach.high {
+        return y;
+    }
+    let (limit, inf) = (b.f(OVERFLOW[w]), b.f(f64::INFINITY));
+    let inside = b.le(x, limit);
+    let beyond = b.mul(x, inf);
+    b.select(inside, y, beyond)
+}
+
+/// `m · 2^n` for `m` in [0.5, 2), with `n` the integer in the low bits of `t` (the magic sum)
+/// and also the float `n`; `low` when `n` can fall below the normal exponents.
+pub(super) fn scale(b: &mut Builder<'_>, m: V, t: V, n: V, low: bool) -> V {
+    let fmt = b.fmt;
+    let (adjust, factor) = if low {
+        let (k, min) = if fmt.wide() {
+            (128, -1019.5)
+        } else {
+            (64, -123.5)
+        };
+        let min = b.f(min);
+        let tiny = b.lt(n, min);
+        let (k_up, minus_one) = (b.f(f64::from(k)), b.f(-1.0));
+        let adjust = b.select(tiny, k_up, minus_one);
+        let (down, two) = (b.f(2f64.powi(-k)), b.f(2.0));
+        (adjust, b.select(tiny, down, two))
+    } else {
+        (b.f(-1.0), b.f(2.0))
+    };
+    let t = b.add(t, adjust);
+    let shifted = b.bits(t);
+    let shifted = b.shl(shifted, i64::from(fmt.mantissa));
+    let m_bits = b.bits(m);
+    let sum = b.add(m_bits, shifted);
+    let scaled = b.float(sum);
+    b.mul(scaled, factor)
+}

@@ -1,0 +1,113 @@
+//! `tanh` and `sigmoid`, both from the exponential core (`exp.rs`).
+//!
+//! `tanh`: for `|x| < 0.55`, the odd polynomial `x + x³ · P(x²)` (`P` of degree 4 (f32) or
+//! 10 (f64), a minimax fit for relative error: `tools/remez.py tanh`, 0.07 and 0.02 ULP);
+//! from 0.55 on, `1 - 2 / (e^(2|x|) + 1)` with the sign of `x`, where `tanh ≥ 0.5` so the
+//! subtraction loses nothing and the quotient's error reaches the result at most halved.
+//! `|x|` is clamped at 9.1 (f32) / 20 (f64) first, beyond which tanh rounds to ±1 and the
+//! clamped formula gives exactly that (so `tanh(±inf) = ±1`). The branch is a select on
+//! `0.55 ≤ |x|`, false for NaN, so NaN takes the polynomial and stays NaN; `±0` is returned
+//! as it is (the polynomial's sum would turn `-0` into `+0`).
+//!
+//! `sigmoid`: with `e = e^-|x|` (which never overflows), `1 / (1 + e)` for `x ≥ 0` and
+//! `e / (1 + e)` for `x < 0`: as `accy_math::sigmoid_f64` does, the quotient is corrected for
+//! the rounding of both the addition (whose exact error `t = e - (s - 1)` is known) and the
+//! division: `y0 = n · (1/s)`, `r = (n - y0 · s) - y0 · t` (the first product inside an FMA),
+//! `y = y0 + r · (1/s)`. What remains is the exponential's error, reaching the result scaled
+//! by `1/(1 + e) ≤ 1`, and one rounding. Far below 0 the result is `e` itself, subnormal as
+//! the true value is; NaN is passed through by a select.
+
+use super::builder::{Builder, V};
+use super::exp::{exp_reaching, Reach};
+
+const P32: [f64; 5] = [
+    -0.33333316445350647,
+    0.13332585990428925,
+    -0.05385230854153633,
+    0.021071679890155792,
+    -0.0062742396257817745,
+];
+const P64: [f64; 11] = [
+    -0.333333333333333,
+    0.13333333333326622,
+    -0.053968253963760524,
+    0.0218694883858539,
+    -0.008863232601416079,
+    0.0035920920302298016,
+    -0.0014555428446698724,
+    0.000588444482593557,
+    -0.00023338155790096534,
+    8.331643906786185e-05,
+    -1.9494683554005723e-05,
+];
+/// Where the polynomial hands over to the exponential form.
+const SPLIT: f64 = 0.55;
+/// Beyond this `|x|`, tanh rounds to ±1 (f32, f64).
+const SATURATE: [f64; 2] = [9.1, 20.0];
+
+/// `tanh x`: the `tanh` op.
+pub(super) fn tanh(b: &mut Builder<'_>, x: V) -> V {
+    let a = b.abs(x);
+    // Near 0: x + x^3 P(x^2).
+    let z = b.mul(x, x);
+    let coefficients: &[f64] = b.pick(&P32, &P64);
+    let p = b.poly(z, coefficients);
+    let x3 = b.mul(x, z);
+    let near = b.fma(x3, p, x);
+    // At ±0 the sum is (±0 · p) + ±0, which rounds -0 to +0: keep x itself there.
+    let zero = b.f(0.0);
+    let is_zero = b.eq(x, zero);
+    let near = b.select(is_zero, x, near);
+    // Elsewhere: 1 - 2 / (e^(2|x|) + 1), signed.
+    let limit = b.f(SATURATE[usize::from(b.fmt.wide())]);
+    let over = b.lt(limit, a);
+    let a = b.select(over, limit, a);
+    let two_a = b.add(a, a);
+    let e = exp_reaching(
+        b,
+        two_a,
+        Reach {
+            low: false,
+            high: false,
+        },
+    );
+    let (one, two) = (b.f(1.0), b.f(2.0));
+    let d = b.add(e, one);
+    let q = b.div(two, d);
+    let far = b.sub(one, q);
+    let neg = b.neg(far);
+    let negative = b.lt(x, zero);
+    let far = b.select(negative, neg, far);
+    let split = b.f(SPLIT);
+    let is_far = b.le(split, a);
+    b.select(is_far, far, near)
+}
+
+/// The logistic function `1 / (1 + e^-x)`: the `sigmoid` op.
+pub(super) fn sigmoid(b: &mut Builder<'_>, x: V) -> V {
+    let a = b.abs(x);
+    let minus_a = b.neg(a);
+    let e = exp_reaching(
+        b,
+        minus_a,
+        Reach {
+            low: true,
+            high: false,
+        },
+    );
+    let (one, zero) = (b.f(1.0), b.f(0.0));
+    let negative = b.lt(x, zero);
+    let n = b.select(negative, e, one);
+    let s = b.add(one, e);
+    let s1 = b.sub(s, one);
+    let t = b.sub(e, s1);
+    let inv = b.div(one, s);
+    let y0 = b.mul(n, inv);
+    let minus_y0 = b.neg(y0);
+    let r = b.fma(minus_y0, s, n);
+    let y0t = b.mul(y0, t);
+    let r = b.sub(r, y0t);
+    let y = b.fma(r, inv, y0);
+    let nan = b.ne(x, x);
+    b.select(nan, x, y)
+}

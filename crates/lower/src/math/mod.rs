@@ -1,0 +1,136 @@
+//! Vector math from one source: each transcendental written once as an expansion into kernel
+//! nodes (range reduction, a polynomial evaluated with [`Node::Fma`], exponent manipulation
+//! with [`Node::Bitcast`] and integer shifts, special values with compares and selects), so
+//! every backend — scalar loops, AVX2/AVX-512, NEON — gets the same arithmetic from the same
+//! description, branch-free, and bit-identical to the kernel interpreter running the
+//! expanded kernel.
+//!
+//! [`expand`] replaces the `Unary` nodes of `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin` and
+//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions. `pow`
+//! has no expansion yet: a kernel with a float `pow` still calls the import table per element. [`crate::compile()`] calls it in default mode
+//! ([`crate::Options::reassociate`]) on targets with a fused multiply-add
+//! ([`crate::Target::has_fma`]); exact mode, and the SSE2 tier (scalar code only, no FMA),
+//! keep calling the runtime's import table, which is bit-identical to the reference
+//! interpreter. The accuracy of each expansion — within the bounds `accy_ir::UnaryOp`
+//! states — is measured over every f32 input by `cargo xtask ulp` and recorded, with how each
+//! expansion works, in `docs/accuracy.md`; `sqrt` and `rsqrt` need no expansion (the vector
+//! paths use the correctly rounded instructions).
+//!
+//! Files: `builder.rs` (the node-appending helper), one file per family (`exp.rs`, …); the
+//! coefficients come from `tools/remez.py`.
+
+mod builder;
+mod erf;
+mod exp;
+mod hyperbolic;
+mod log;
+mod trig;
+
+use std::collections::HashMap;
+
+use accy_ir::{DType, UnaryOp};
+
+use crate::kernel::{Kernel, KernelError, KernelNode, Node, NodeId};
+use builder::{Builder, Format, V};
+
+/// The expansion of a one-operand function in the builder's format.
+type Expansion = fn(&mut Builder<'_>, V) -> V;
+
+/// The expansion of unary `op`, if this module has one.
+fn unary_expansion(op: UnaryOp) -> Option<Expansion> {
+    match op {
+        UnaryOp::Exp => Some(exp::exp),
+        UnaryOp::Log => Some(log::log),
+        UnaryOp::Tanh => Some(hyperbolic::tanh),
+        UnaryOp::Sigmoid => Some(hyperbolic::sigmoid),
+        UnaryOp::Erf => Some(erf::erf),
+        UnaryOp::Sin => Some(trig::sin),
+        UnaryOp::Cos => Some(trig::cos),
+        _ => None,
+    }
+}
+
+/// Whether `node` (of `dtype`) is a call this module expands.
+pub(crate) fn expands(node: &Node, dtype: DType) -> bool {
+    let float = matches!(dtype, DType::F32 | DType::F64);
+    match node {
+        Node::Unary { op, .. } => float && unary_expansion(*op).is_some(),
+        _ => false,
+    }
+}
+
+/// Replaces every transcendental node of `kernels` by its expansion (see the module doc) and
+/// validates the result. A kernel without one is left as it is.
+pub(crate) fn expand(kernels: &mut [Kernel]) -> Result<(), KernelError> {
+    for kernel in kernels.iter_mut() {
+        match kernel {
+            Kernel::Loop(k) => {
+                if let Some((nodes, result)) = expand_nodes(&k.nodes, k.result) {
+                    k.nodes = nodes;
+                    k.result = result;
+                }
+            }
+            Kernel::Contraction(k) => {
+                if let Some((nodes, result)) = expand_nodes(&k.epilogue, k.result) {
+                    k.epilogue = nodes;
+                    k.result = result;
+                }
+            }
+        }
+        kernel.validate()?;
+    }
+    Ok(())
+}
+
+/// `nodes` with each expandable node replaced by its expansion, and the new id of `result`;
+/// `None` when nothing expands.
+fn expand_nodes(nodes: &[KernelNode], result: NodeId) -> Option<(Vec<KernelNode>, NodeId)> {
+    if !nodes.iter().any(|n| expands(&n.node, n.dtype)) {
+        return None;
+    }
+    let mut out: Vec<KernelNode> = Vec::with_capacity(nodes.len() * 8);
+    let mut consts: HashMap<(DType, u64), NodeId> = HashMap::new();
+    let mut new_id: Vec<NodeId> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        // Operands always name earlier nodes (validation), so they are mapped already.
+        let node = n
+            .node
+            .map_operands(|o| new_id.get(o as usize).copied().ok_or(()))
+            .ok()?;
+        let fmt = Format::of(n.dtype);
+        let id = match (&node, fmt) {
+            (Node::Unary { op, x }, Some(fmt)) if expands(&node, n.dtype) => {
+                let f = unary_expansion(*op)?;
+                f(&mut Builder::new(&mut out, &mut consts, fmt), *x)
+            }
+            (Node::Const { bits }, _) => {
+                let key = (n.dtype, *bits);
+                match consts.get(&key) {
+                    Some(&v) => v,
+                    None => {
+                        out.push(KernelNode {
+                            node,
+                            dtype: n.dtype,
+                        });
+                        let v = (out.len() - 1) as NodeId;
+                        consts.insert(key, v);
+                        v
+                    }
+                }
+            }
+            _ => {
+                out.push(KernelNode {
+                    node,
+                    dtype: n.dtype,
+                });
+                (out.len() - 1) as NodeId
+            }
+        };
+        new_id.push(id);
+    }
+    let result = new_id.get(result as usize).copied()?;
+    Some((out, result))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+//! Cache blocking of transposing kernels: the same points, visited in square blocks.
+//!
+//! An elementwise kernel that stores contiguously along its innermost dim while a load walks
+//! that dim with a large stride (a transpose, or any permute that moves the last axis) touches
+//! a new cache line — and, at 4 KiB rows, a new page — for every element it loads. Splitting
+//! the innermost dim into blocks of [`ROWS`] and the dim the load walks contiguously into
+//! blocks of one cache line, and visiting block by block, keeps a block's `ROWS` source lines
+//! in the L1 cache while they are used up: each loaded line serves a line's worth of elements
+//! instead of one. `ROWS` stays below the L1's associativity, because source rows a power of
+//! two apart all fall into one cache set; the destination's half lines are completed by the
+//! next block, while they are still in the cache.
+//!
+//! Only the visiting order changes: every point's loads and store are the same, and an
+//! elementwise kernel whose store map is injective (every stride non-zero) computes each point
+//! independently, so the result cannot change.
+
+use accy_ir::MAX_RANK;
+use smallvec::SmallVec;
+
+use crate::kernel::{IndexMap, LoopKernel, Node};
+
+/// Source rows per block (the innermost dim's block): fewer than any L1's 8 to 12 ways.
+pub(crate) const ROWS: u64 = 8;
+
+/// Bytes of a cache line: the block along the dim the load walks contiguously.
+const LINE: u64 = 64;
+
+/// A load stride (in elements) from which every step along the innermost dim is a new line.
+const FAR: i64 = 16;
+
+/// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
+/// documentation); otherwise leaves it as it is.
+pub(super) fn block_transposes(k: &mut LoopKernel) {
+    let rank = k.dims.len();
+    if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
+    {
+        return;
+    }
+    let last = rank - 1;
+    let store = &k.store.map.strides;
+    if store.len() != rank || store[last] != 1 || store.contains(&0) {
+        return;
+    }
+    let mut inner: Option<usize> = None;
+    for n in &k.nodes {
+        match &n.node {
+            Node::Index { .. } | Node::Gather { .. } => return,
+            Node::Load { map, .. } if map.strides.get(last).is_some_and(|s| s.abs() >= FAR) => {
+                // The dim this load walks contiguously becomes the other blocked dim.
+                if let Some(d) = (0..last).rev().find(|&d| map.strides[d].abs() == 1) {
+                    inner.get_or_insert(d);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(d) = inner else {
+        return;
+    };
+    let size = k
+        .nodes
+        .get(k.result as usize)
+        .map_or(4, |n| n.dtype.size_bytes().max(1));
+    let line = (LINE / size).max(1);
+    let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
+    if !fits(k.dims[d], line) || !fits(k.dims[last], ROWS) {
+        return;
+    }
+    let (bd, bl) = (line as i64, ROWS as i64);
+    let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
+        let mut out: SmallVec<[i64; 8]> =
+            (0..last).filter(|&i| i != d).map(|i| strides[i]).collect();
+        out.extend([
+            strides[d] * bd,
+            strides[last] * bl,
+            strides[d],
+            strides[last],
+        ]);
+        out
+    };
+    let mut dims: SmallVec<[u64; 8]> = (0..last).filter(|&i| i != d).map(|i| k.dims[i]).collect();
+    dims.extend([k.dims[d] / line, k.dims[last] / ROWS, line, ROWS]);
+    for n in &mut k.nodes {
+        if let Node::Load { map, .. } = &mut n.node {
+            *map = IndexMap {
+                offset: map.offset,
+                strides: reorder(&map.strides),
+            };
+        }
+    }
+    k.store.map.strides = reorder(&k.store.map.strides);
+    k.dims = dims.into_iter().collect();
+    k.parallel_rank = (rank + 2) as u32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{KernelBinding, KernelNode, Store};
+    use accy_artifact::Access;
+    use accy_ir::DType;
+
+    fn transpose(n: u64) -> LoopKernel {
+        let binding = |access| KernelBinding {
+            dtype: DType::F32,
+            elements: n * n,
+            access,
+        };
+        LoopKernel {
+            name: "t".into(),
+            dims: [n, n].into_iter().collect(),
+            parallel_rank: 2,
+            bindings: vec![binding(Access::Read), binding(Access::Write)],
+            nodes: vec![KernelNode {
+                node: Node::Load {
+                    binding: 0,
+                    map: IndexMap::new(0, &[1, n as i64]),
+                },
+                dtype: DType::F32,
+            }],
+            result: 0,
+            store: Store {
+                binding: 1,
+                map: IndexMap::new(0, &[n as i64, 1]),
+            },
+            reduction: None,
+        }
+    }
+
+    #[test]
+    fn a_transpose_is_blocked_and_computes_the_same() {
+        let n = 96u64;
+        let plain = transpose(n);
+        let mut blocked = plain.clone();
+        block_transposes(&mut blocked);
+        assert_eq!(blocked.dims.as_slice(), &[6, 12, 16, 8]);
+        assert_eq!(blocked.store.map.strides.as_slice(), &[16 * 96, 8, 96, 1]);
+        blocked.validate().unwrap();
+        let input: Vec<u8> = (0..n * n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let run = |k: &LoopKernel| {
+            let mut src = input.clone();
+            let mut dst = vec![0u8; input.len()];
+            crate::kernel::run_kernel(k, &mut [&mut src, &mut dst]).unwrap();
+            dst
+        };
+        assert_eq!(run(&plain), run(&blocked));
+    }
+
+    #[test]
+    fn small_contiguous_and_reducing_kernels_stay_as_they_are() {
+        for n in [16, 100] {
+            let mut k = transpose(n);
+            block_transposes(&mut k);
+            assert_eq!(k, transpose(n), "{n}: not a multiple of 16 or too small");
+        }
+        let mut copy = transpose(64);
+        if let Node::Load { map, .. } = &mut copy.nodes[0].node {
+            *map = IndexMap::new(0, &[64, 1]);
+        }
+        let before = copy.clone();
+        block_transposes(&mut copy);
+        assert_eq!(copy, before);
+    }
+}

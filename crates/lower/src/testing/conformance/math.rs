@@ -1,0 +1,124 @@
+//! The math expansions (`crate::math`) as every backend runs them: each expanded function,
+//! f32 and f64, on edge values, the thresholds each expansion switches at and a spread of
+//! ordinary values, compared bit for bit with the kernel interpreter running the same expanded
+//! kernel; and a fused chain around one (`tanh(x · 0.5 + 0.25) · 1.5`). Since the
+//! interpreter's result is the expansion's exact arithmetic, this pins every backend's code
+//! for the nodes the expansions use (FMA, bit casts, integer shifts, compares, selects) to
+//! the one description whose accuracy `accy-accuracy` measures.
+
+use accy_ir::{BinaryOp, DType, UnaryOp};
+
+use super::Conformance;
+use crate::kernel::{KernelNode, Node};
+use crate::testing::kernels::{edge_values, elementwise, expanded, node};
+
+/// The unary ops with an expansion.
+pub(crate) const OPS: [UnaryOp; 7] = [
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Erf,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+];
+
+/// Edge values, the points where expansions change path or saturate (and their
+/// neighbourhoods), and a spread of ordinary values, as little-endian `dtype` bytes.
+fn inputs(dtype: DType) -> (u64, Vec<u8>) {
+    let mut values: Vec<f64> = vec![
+        88.72283172607422,
+        88.7228394,
+        88.4,
+        -87.3,
+        -87.4,
+        -103.9,
+        -104.5,
+        709.782712893384,
+        709.79,
+        -708.5,
+        -744.9,
+        -746.0,
+        0.55,
+        0.5499999,
+        1.0,
+        0.9999999,
+        3.9,
+        4.1,
+        5.95,
+        9.1,
+        20.0,
+        std::f64::consts::FRAC_PI_4,
+        std::f64::consts::PI,
+        1e4,
+        6.2e6,
+        6.6e6,
+        1e-40,
+        1e-310,
+        2.2250738585072014e-308,
+        1.1754944e-38,
+        f64::from(std::f32::consts::FRAC_1_SQRT_2),
+        f64::from(std::f32::consts::SQRT_2),
+    ];
+    values.extend((-300..300).map(|i| f64::from(i) * 0.3731 + 0.0137));
+    values.extend((1..60).map(|i| 1.37f64.powi(i * 4 - 120)));
+    let mut bytes: Vec<u8> = edge_values(dtype).concat();
+    for v in values {
+        for v in [v, -v] {
+            match dtype {
+                DType::F32 => bytes.extend((v as f32).to_le_bytes()),
+                _ => bytes.extend(v.to_le_bytes()),
+            }
+        }
+    }
+    let n = bytes.len() as u64 / dtype.size_bytes();
+    (n, bytes)
+}
+
+pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    for dtype in [DType::F32, DType::F64] {
+        let (n, input) = inputs(dtype);
+        let output = vec![0xAB; input.len()];
+        for op in OPS {
+            let k = elementwise(
+                &format!("math_{op}_{dtype}"),
+                n,
+                &[dtype],
+                vec![node(Node::Unary { op, x: 0 }, dtype)],
+            );
+            let k = expanded(k)?;
+            s.check(&k, &[input.clone(), output.clone()], 2)?;
+        }
+        // y = tanh(x · 0.5 + 0.25) · 1.5: constants shared with the expansion's.
+        let c = |v: f64| -> KernelNode {
+            let bits = match dtype {
+                DType::F32 => u64::from((v as f32).to_bits()),
+                _ => v.to_bits(),
+            };
+            node(Node::Const { bits }, dtype)
+        };
+        let bin = |op, lhs, rhs| node(Node::Binary { op, lhs, rhs }, dtype);
+        let chain = elementwise(
+            &format!("tanh_chain_{dtype}"),
+            n,
+            &[dtype],
+            vec![
+                c(0.5),
+                bin(BinaryOp::Mul, 0, 1),
+                c(0.25),
+                bin(BinaryOp::Add, 2, 3),
+                node(
+                    Node::Unary {
+                        op: UnaryOp::Tanh,
+                        x: 4,
+                    },
+                    dtype,
+                ),
+                c(1.5),
+                bin(BinaryOp::Mul, 5, 6),
+            ],
+        );
+        s.check(&expanded(chain)?, &[input, output], 1)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Loop state in registers for the vector loops.
+//!
+//! Scalar code keeps every counter and map offset in its frame slot (`emit/frame.rs`): simple,
+//! and nothing needs saving around import calls. In a vector loop that costs a store-forwarded
+//! read-modify-write of each slot per iteration, a dependency chain of several cycles that
+//! bounded memory-bound kernels at well under a cycle per element. A vector loop's body calls
+//! nothing, so while it runs, the innermost counter and the offsets of the maps that move
+//! along its dim live in caller-saved registers ([`PIN_REGS`]), loaded from their slots
+//! before the loop and written back after it.
+
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynasmApi, DynasmLabelApi};
+
+use super::asm::{add_slot, fits_i32, x64};
+use super::kernel::Emitter;
+
+/// The registers loop state may occupy: r8–r11, rsi, rdi (no vector code uses them).
+const PIN_REGS: [u8; 6] = [8, 9, 10, 11, 6, 7];
+
+impl Emitter<'_> {
+    /// Moves dim `d`'s counter and the offsets of the maps that move along `d` into registers
+    /// (as many as there are; the rest stay in their slots). Only around code that calls
+    /// nothing; [`Emitter::unpin`] puts them back.
+    pub(crate) fn pin_loop_state(&mut self, d: usize) {
+        let mut slots = vec![self.lay.counter[d]];
+        let moving: Vec<i32> = self
+            .maps()
+            .iter()
+            .filter(|m| self.stride(m, d) != 0)
+            .map(|m| m.slot)
+            .collect();
+        slots.extend(moving);
+        slots.dedup();
+        for (slot, reg) in slots.into_iter().zip(PIN_REGS) {
+            x64!(self.ops; mov Rq(reg), QWORD [rsp + slot]);
+            self.pinned.push((slot, reg));
+        }
+    }
+
+    /// Writes the pinned registers back to their slots.
+    pub(crate) fn unpin(&mut self) {
+        for (slot, reg) in std::mem::take(&mut self.pinned) {
+            x64!(self.ops; mov QWORD [rsp + slot], Rq(reg));
+        }
+    }
+
+    fn pinned_reg(&self, slot: i32) -> Option<u8> {
+        self.pinned
+            .iter()
+            .find(|&&(s, _)| s == slot)
+            .map(|&(_, r)| r)
+    }
+
+    /// `rax =` the frame slot's value (from its register when pinned).
+    pub(crate) fn slot_to_rax(&mut self, slot: i32) {
+        match self.pinned_reg(slot) {
+            Some(reg) => x64!(self.ops; mov rax, Rq(reg)),
+            None => x64!(self.ops; mov rax, QWORD [rsp + slot]),
+        }
+    }
+
+    /// The frame slot's value `+= value` (in its register when pinned; clobbers rax).
+    pub(crate) fn add_to_slot(&mut self, slot: i32, value: i64) {
+        if value == 0 {
+            return;
+        }
+        match (self.pinned_reg(slot), fits_i32(value)) {
+            (Some(reg), Some(v)) => x64!(self.ops; add Rq(reg), v),
+            (Some(reg), None) => x64!(self.ops; mov rax, QWORD value ; add Rq(reg), rax),
+            (None, _) => add_slot(self.ops, slot, value),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! After warm-up, running a prepared model allocates nothing — alone, and with more callers
+//! than slots waiting their turn (a counting global allocator proves it).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Barrier;
+
+use accy_session::{Error, Model, ModelContext, SessionOptions, Weights};
+use common::{mlp, mlp_weights, values};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; it only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: as for `realloc` itself.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn runs_allocate_nothing_after_warm_up() {
+    let (i, h, o, rows) = (64, 48, 16, 32);
+    let list = mlp_weights(i, h, o);
+    let named: Vec<(&str, &[u8])> = list
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let context = ModelContext::with_options(SessionOptions::default().with_threads(2)).unwrap();
+    let program = mlp(rows, i, h, o);
+    let model = Model::with_context(&context, &program, Weights::new(&named).unwrap()).unwrap();
+    let plan = model.prepare(&program, 1).unwrap();
+    let x = values((rows * i) as usize, 1);
+    let callers = 3;
+    let gate = Barrier::new(callers + 1);
+    let counts = std::thread::scope(|s| {
+        for _ in 0..callers {
+            let (plan, x, gate) = (&plan, &x, &gate);
+            s.spawn(move || {
+                let mut y = vec![0.0f32; (rows * o) as usize];
+                // Warm-up: every thread's first run may initialise the standard library's
+                // thread-local state, and the pool's threads run their first tiles.
+                for _ in 0..20 {
+                    plan.run_typed(&[x], &mut [&mut y]).unwrap();
+                }
+                gate.wait();
+                gate.wait();
+                for _ in 0..200 {
+                    plan.run_typed(&[x], &mut [&mut y]).unwrap();
+                    let bytes: &[u8] = bytemuck::cast_slice(x);
+                    let out: &mut [u8] = bytemuck::cast_slice_mut(&mut y);
+                    match plan.try_run(&[bytes], &mut [out]) {
+                        Ok(()) | Err(Error::Busy { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                gate.wait();
+            });
+        }
+        gate.wait();
+        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        gate.wait();
+        gate.wait();
+        let during = ALLOCATIONS.load(Ordering::SeqCst) - before;
+        // One caller alone.
+        let mut y = vec![0.0f32; (rows * o) as usize];
+        plan.run_typed(&[&x], &mut [&mut y]).unwrap();
+        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        for _ in 0..200 {
+            plan.run_typed(&[&x], &mut [&mut y]).unwrap();
+        }
+        (during, ALLOCATIONS.load(Ordering::SeqCst) - before)
+    });
+    assert_eq!(
+        counts,
+        (0, 0),
+        "(concurrent, alone) allocations: {} callers sharing 1 slot, then 1 caller",
+        callers
+    );
+}
