@@ -7,9 +7,9 @@
  * Check accy_abi_version() == ACCY_ABI_VERSION first.
  *
  * Status codes. Every function that can fail returns an accy_status: ACCY_STATUS_OK (0) or a
- * failure code 1-8. These are accy's stable session codes: a code never changes meaning, and
- * new codes are only ever appended, so a caller MUST treat a code it does not know as a
- * failure. accy_status_name() names a code ("unknown" for one this library does not know).
+ * failure code 1-10 (9 and 10 come from the models API, which this ABI does not expose yet).
+ * These are accy's stable session codes: a code never changes meaning, and new codes are only
+ * ever appended, so a caller MUST treat a code it does not know as a failure. accy_status_name() names a code ("unknown" for one this library does not know).
  * A panic inside accy (a bug) never crosses into C: it is caught, and the call returns
  * ACCY_STATUS_COMPILE_FAILED (accy_session_create, accy_program_compile) or
  * ACCY_STATUS_LAUNCH_FAILED (every other call), with a message starting "internal error"
@@ -224,6 +224,14 @@ typedef struct accy_session_options {
 // panicked inside it (a bug in accy).
 #define ACCY_STATUS_LAUNCH_FAILED 8
 
+// A model definition or plan breaks one of the models API's rules (the message names it).
+// Returned by the models API, which this C ABI does not expose yet.
+#define ACCY_STATUS_INVALID_MODEL 9
+
+// Every inference slot of a prepared model is in use (a non-waiting run). Returned by the
+// models API, which this C ABI does not expose yet.
+#define ACCY_STATUS_BUSY 10
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -401,7 +409,7 @@ accy_status accy_session_info(const struct accy_session *session,
 // the text.
 const char *accy_last_error_message(void);
 
-// The name of a status code (`"ok"`, `"invalid_program"`, …, `"launch_failed"`), or
+// The name of a status code (`"ok"`, `"invalid_program"`, …, `"busy"`), or
 // `"unknown"` for a code this build does not know (a newer library's). A static
 // NUL-terminated string; never NULL.
 const char *accy_status_name(accy_status status);

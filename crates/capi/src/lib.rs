@@ -40,10 +40,11 @@ pub use session::{
     accy_session_create, accy_session_destroy, accy_session_info, AccySession, AccySessionOptions,
 };
 pub use status::{
-    accy_last_error_message, accy_status_name, AccyStatus, ACCY_STATUS_COMPILE_FAILED,
-    ACCY_STATUS_INVALID_BUFFER, ACCY_STATUS_INVALID_HANDLE, ACCY_STATUS_INVALID_PROGRAM,
-    ACCY_STATUS_LAUNCH_FAILED, ACCY_STATUS_OK, ACCY_STATUS_OUT_OF_MEMORY,
-    ACCY_STATUS_TOO_MANY_PROGRAMS, ACCY_STATUS_UNSUPPORTED_VERSION,
+    accy_last_error_message, accy_status_name, AccyStatus, ACCY_STATUS_BUSY,
+    ACCY_STATUS_COMPILE_FAILED, ACCY_STATUS_INVALID_BUFFER, ACCY_STATUS_INVALID_HANDLE,
+    ACCY_STATUS_INVALID_MODEL, ACCY_STATUS_INVALID_PROGRAM, ACCY_STATUS_LAUNCH_FAILED,
+    ACCY_STATUS_OK, ACCY_STATUS_OUT_OF_MEMORY, ACCY_STATUS_TOO_MANY_PROGRAMS,
+    ACCY_STATUS_UNSUPPORTED_VERSION,
 };
 
 /// The version of this ABI. It changes only when an existing function, struct field or

@@ -40,6 +40,12 @@ pub const ACCY_STATUS_COMPILE_FAILED: AccyStatus = 7;
 /// Running the program failed. Also what every call that does not compile returns when accy
 /// panicked inside it (a bug in accy).
 pub const ACCY_STATUS_LAUNCH_FAILED: AccyStatus = 8;
+/// A model definition or plan breaks one of the models API's rules (the message names it).
+/// Returned by the models API, which this C ABI does not expose yet.
+pub const ACCY_STATUS_INVALID_MODEL: AccyStatus = 9;
+/// Every inference slot of a prepared model is in use (a non-waiting run). Returned by the
+/// models API, which this C ABI does not expose yet.
+pub const ACCY_STATUS_BUSY: AccyStatus = 10;
 
 /// A failure on its way to the C caller: its status and its message.
 #[derive(Debug)]
@@ -149,7 +155,7 @@ pub extern "C" fn accy_last_error_message() -> *const c_char {
         .unwrap_or(c"".as_ptr())
 }
 
-/// The name of a status code (`"ok"`, `"invalid_program"`, …, `"launch_failed"`), or
+/// The name of a status code (`"ok"`, `"invalid_program"`, …, `"busy"`), or
 /// `"unknown"` for a code this build does not know (a newer library's). A static
 /// NUL-terminated string; never NULL.
 #[no_mangle]
@@ -164,6 +170,8 @@ pub extern "C" fn accy_status_name(status: AccyStatus) -> *const c_char {
         Some(Status::OutOfMemory) => c"out_of_memory",
         Some(Status::CompileFailed) => c"compile_failed",
         Some(Status::LaunchFailed) => c"launch_failed",
+        Some(Status::InvalidModel) => c"invalid_model",
+        Some(Status::Busy) => c"busy",
         None => c"unknown",
     }
     .as_ptr()
@@ -195,6 +203,8 @@ mod tests {
             ACCY_STATUS_OUT_OF_MEMORY,
             ACCY_STATUS_COMPILE_FAILED,
             ACCY_STATUS_LAUNCH_FAILED,
+            ACCY_STATUS_INVALID_MODEL,
+            ACCY_STATUS_BUSY,
         ];
         assert_eq!(constants.len(), Status::ALL.len());
         for (constant, status) in constants.into_iter().zip(Status::ALL) {
@@ -204,7 +214,7 @@ mod tests {
             assert_eq!(name.to_str().unwrap(), status.to_string());
         }
         // SAFETY: as above.
-        let unknown = unsafe { CStr::from_ptr(accy_status_name(9)) };
+        let unknown = unsafe { CStr::from_ptr(accy_status_name(11)) };
         assert_eq!(unknown.to_str().unwrap(), "unknown");
     }
 
