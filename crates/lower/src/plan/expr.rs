@@ -160,6 +160,11 @@ impl Exprs {
         if nodes.len() > RECOMPUTE_NODES {
             return Ok(false);
         }
+        let arithmetic = |op: UnaryOp| match op {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt => true,
+            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid => expanded_math,
+            _ => false,
+        };
         let mut buffers: Vec<BufId> = Vec::new();
         for id in nodes {
             match &self.get(id)?.kind {
@@ -167,13 +172,7 @@ impl Exprs {
                     buffers.push(*binding);
                 }
                 Node::Gather { .. } => return Ok(false),
-                Node::Unary { op, .. }
-                    if !matches!(
-                        op,
-                        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt
-                    ) && !(expanded_math
-                        && matches!(op, UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid)) =>
-                {
+                Node::Unary { op, .. } if !arithmetic(*op) => {
                     return Ok(false);
                 }
                 Node::Binary {
