@@ -3,9 +3,9 @@
 //! artifact, the same without the kernel descriptions, which artifacts do not keep.
 //!
 //! The compiler hands back the kernel descriptions beside the artifact
-//! (`accy_lower::compile_detailed`), and each kernel prints itself. `accy_lower` does not yet
-//! record which IR instruction each kernel node came from, so fusion is shown as each kernel's
-//! node list (loads through their index maps, then the fused arithmetic).
+//! (`accy_lower::compile_detailed`) with the IR instructions each kernel fused, and each kernel
+//! prints itself: a "fuses" line naming those instructions, then its node list (loads through
+//! their index maps, then the fused arithmetic).
 
 use std::fmt::Write as _;
 use std::path::Path;

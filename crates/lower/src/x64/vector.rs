@@ -152,8 +152,8 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         }
         // A reduction whose innermost dim is reduced: lanes accumulate separately and are
         // combined at the end of each run (see `vector_reduce.rs`). Float sums are thereby
-        // reassociated, which the kernel semantics allow when the target permits it
-        // (`X64Target::with_float_reassociation`); float products are not vectorized
+        // reassociated, which the kernel semantics allow in default mode (`reassociate`, from
+        // `Options::reassociate`); float products are not vectorized
         // (reordering them can overflow or underflow differently), nor i64 products (no AVX2
         // multiply).
         Some(op) => {
