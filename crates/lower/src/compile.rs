@@ -35,6 +35,12 @@ pub struct Options {
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
     /// import table.
     pub fma: bool,
+    /// Whether row-local runs of instructions over a value larger than half the L2 cache
+    /// (softmax, layer norm) are planned a block of rows at a time (`plan/rows.rs`). Off by
+    /// default: measured on a 2-core host (`cargo xtask bench memory` / `parallel`), the
+    /// per-block dispatches cost more than the cache reuse saves (4096×1024 layer norm 4.2 ms
+    /// without, 5.5 ms with; the softmax's 2-thread speedup fell from 2.0× to 1.4×).
+    pub row_blocks: bool,
 }
 
 impl Default for Options {
@@ -48,6 +54,7 @@ impl Default for Options {
             },
             micro_tiles: [(6, 16), (6, 8)],
             fma: false,
+            row_blocks: false,
         }
     }
 }
@@ -56,6 +63,12 @@ impl Options {
     /// These options with [`Options::fuse`] set to `fuse`.
     pub fn with_fuse(mut self, fuse: bool) -> Options {
         self.fuse = fuse;
+        self
+    }
+
+    /// These options with [`Options::row_blocks`] set to `row_blocks`.
+    pub fn with_row_blocks(mut self, row_blocks: bool) -> Options {
+        self.row_blocks = row_blocks;
         self
     }
 

@@ -116,7 +116,7 @@ fn plan_program(
     chunk: bool,
 ) -> Result<LoweredProgram, CompileError> {
     let mut planner = Planner::new(program, options)?;
-    let regions = if chunk && options.fuse {
+    let regions = if chunk && options.fuse && options.row_blocks {
         rows::regions(program, options.caches.l2)
     } else {
         Vec::new()

@@ -1,5 +1,6 @@
 //! Row-chunked regions: a run of row-local instructions (softmax, layer norm) executed a block
-//! of rows at a time, so its passes over a block find it in the L2 cache.
+//! of rows at a time, so its passes over a block find it in the L2 cache. Only with
+//! [`Options::row_blocks`], which is off by default (measured slower; see its doc).
 //!
 //! A row softmax is several kernels — a max, an exp, a sum, a division — each a pass over the
 //! whole tensor; beyond the cache size each pass reads memory again. But every one of them
@@ -487,10 +488,12 @@ mod tests {
         for (source, blocks) in [(SOFTMAX, 4usize), (LAYERNORM, 4)] {
             let program = text::parse(source).unwrap();
             // A cache small enough that the region is chunked into blocks of a few rows.
-            let options = Options::default().with_caches(Blocking {
-                l1d: 4096,
-                l2: 8192,
-            });
+            let options = Options::default()
+                .with_row_blocks(true)
+                .with_caches(Blocking {
+                    l1d: 4096,
+                    l2: 8192,
+                });
             let regions = super::regions(&program, 8192);
             assert_eq!(regions.len(), 1, "{source}");
             let c = &regions[0];
