@@ -141,6 +141,18 @@ impl Exprs {
         Ok(true)
     }
 
+    /// True when evaluating `root` loads from (or gathers from) buffer `buf`.
+    pub(crate) fn reads_buffer(&self, root: ExprId, buf: BufId) -> Result<bool, CompileError> {
+        for id in self.reachable(root)? {
+            if let Node::Load { binding, .. } | Node::Gather { binding, .. } = &self.get(id)?.kind {
+                if *binding == buf {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// True when recomputing `root` in each consumer costs less than storing it and reading it
     /// back: at most [`RECOMPUTE_NODES`] nodes of plain arithmetic (no gather, no function an
     /// emitter may call out for, no remainder or power) over at most two buffers. A memory-bound

@@ -8,7 +8,9 @@
 //!   through one view: the row-major map, its axes possibly permuted (a transposed output is
 //!   the same points walked in another order, so the kernel is carried onto the product's
 //!   axes and the transpose becomes the store's strides);
-//! - the product feeds only this reader (one use) and is not a program output;
+//! - the product feeds only this reader (one use) and is not a program output, and no value
+//!   derived from it without a store (a reshape of it, a fused expression over it) has
+//!   another consumer that would read it again;
 //! - the reader has no gather or index node, and each of its other loads, and its store, is
 //!   one stride per axis group (batch, rows, columns) with non-negative row and column
 //!   strides — what the epilogue kernels of `crate::emit::contraction` take.
@@ -20,7 +22,7 @@ use accy_artifact::Access;
 use accy_ir::{Dim, ValueId};
 
 use super::contract::group_stride;
-use super::expr::{Body, BufId};
+use super::expr::{Body, BufId, ExprId};
 use super::views;
 use super::{Home, Pending, Planner};
 use crate::error::CompileError;
@@ -112,6 +114,29 @@ impl Planner<'_> {
         })
     }
 
+    /// Whether a kernel other than the one computing `root` may read `buf`, the result of
+    /// `value`: some later value whose expression reads `buf` (a view such as a reshape of the
+    /// product, or a fused expression over it) has several consumers, each of which reads
+    /// `buf` again. When every such value has at most one consumer, they form one chain from
+    /// `value` (which has one use) to a single reader: the kernel being emitted.
+    fn read_by_another_kernel(
+        &self,
+        value: ValueId,
+        buf: BufId,
+        root: ExprId,
+    ) -> Result<bool, CompileError> {
+        for (i, e) in self.vals.iter().enumerate().skip(value.index() + 1) {
+            let Some(e) = *e else { continue };
+            if e == root || self.uses.get(i).copied().unwrap_or(0) <= 1 {
+                continue;
+            }
+            if self.exprs.reads_buffer(e, buf)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// If `body` (a kernel over `dims` storing at `store` of `dst`) can be a waiting
     /// contraction's epilogue (see the module documentation), emits the fused contraction and
     /// returns true.
@@ -119,6 +144,7 @@ impl Planner<'_> {
         &mut self,
         dims: &[u64],
         body: &Body,
+        root: ExprId,
         dst: BufId,
         store: &IndexMap,
     ) -> Result<bool, CompileError> {
@@ -136,6 +162,9 @@ impl Planner<'_> {
             .get(w.dst as usize)
             .is_some_and(|b| b.home == Home::Scratch);
         if dims.len() != w.dims.len() || uses != 1 || !scratch || w.reads.contains(&dst) {
+            return Ok(false);
+        }
+        if self.read_by_another_kernel(w.value, w.dst, root)? {
             return Ok(false);
         }
         let product = body.reads.iter().position(|&b| b == w.dst);

@@ -478,7 +478,7 @@ impl<'p> Planner<'p> {
             return Ok(());
         }
         let body = self.exprs.body(root)?;
-        if reduction.is_none() && self.try_fuse(dims, &body, dst, &store_map)? {
+        if reduction.is_none() && self.try_fuse(dims, &body, root, dst, &store_map)? {
             return Ok(());
         }
         if body.reads.contains(&dst) {
