@@ -31,10 +31,10 @@ pub use invoke::{
     AccyScratch,
 };
 pub use program::{
-    accy_program_compile, accy_program_input, accy_program_io_count, accy_program_output,
-    accy_program_release, accy_weights_create, accy_weights_destroy, AccyDescriptor, AccyDtype,
-    AccyProgram, AccyWeight, AccyWeights, ACCY_DTYPE_BOOL, ACCY_DTYPE_F32, ACCY_DTYPE_F64,
-    ACCY_DTYPE_I32, ACCY_DTYPE_I64, ACCY_DTYPE_U8, ACCY_MAX_RANK,
+    accy_program_compile, accy_program_input, accy_program_io_count, accy_program_load_artifact,
+    accy_program_output, accy_program_release, accy_weights_create, accy_weights_destroy,
+    AccyDescriptor, AccyDtype, AccyProgram, AccyWeight, AccyWeights, ACCY_DTYPE_BOOL,
+    ACCY_DTYPE_F32, ACCY_DTYPE_F64, ACCY_DTYPE_I32, ACCY_DTYPE_I64, ACCY_DTYPE_U8, ACCY_MAX_RANK,
 };
 pub use session::{
     accy_session_create, accy_session_destroy, accy_session_info, AccySession, AccySessionOptions,

@@ -200,6 +200,60 @@ pub unsafe extern "C" fn accy_program_compile(
     })
 }
 
+/// Loads an ahead-of-time artifact (the bytes `accy compile FILE --artifact` writes, or
+/// `Session::compile_artifact` returns) into a free slot of the session, without compiling;
+/// from then on the program is used exactly like a compiled one. `weights` binds the
+/// artifact's weight parameters by name (NULL: no weights); weights are never part of an
+/// artifact. The bytes may be freed once this returns. On success `*program` receives the
+/// handle; on failure it is cleared to `{0}`.
+///
+/// Before any code is mapped the bytes are checked (magic, format version, checksum, every
+/// length and section) and the artifact validated; then its architecture and CPU features are
+/// compared with the session's. Fails with `ACCY_STATUS_UNSUPPORTED_VERSION` (a newer format),
+/// `ACCY_STATUS_INVALID_PROGRAM` (damaged or malformed bytes, or an artifact that fails
+/// validation), `ACCY_STATUS_COMPILE_FAILED` (code for another architecture, or needing CPU
+/// features this session may not use; the message names them), `ACCY_STATUS_INVALID_BUFFER`
+/// (a missing or wrongly sized weight, NULL bytes with a nonzero length, a NULL `program`),
+/// `ACCY_STATUS_TOO_MANY_PROGRAMS`, `ACCY_STATUS_OUT_OF_MEMORY` or
+/// `ACCY_STATUS_INVALID_HANDLE` (a NULL session).
+///
+/// # Safety
+/// As for `accy_program_compile`, and: the bytes contain machine code that will run in this
+/// process. The checks catch damage and version skew, but nothing can prove what the code
+/// does, so the caller promises the bytes were written by this accy version's compiler and
+/// not tampered with. Loading an artifact from an untrusted source is running an untrusted
+/// program.
+#[no_mangle]
+pub unsafe extern "C" fn accy_program_load_artifact(
+    session: *const AccySession,
+    bytes: *const u8,
+    length: usize,
+    weights: *const AccyWeights,
+    program: *mut AccyProgram,
+) -> AccyStatus {
+    guard(Status::CompileFailed, || {
+        // SAFETY: the caller promises `program` is NULL or writable.
+        unsafe { clear(program, AccyProgram { id: 0 }) };
+        required(program, "program")?;
+        // SAFETY: the caller promises `session` is NULL or live.
+        let s = unsafe { session_ref(session) }?;
+        // SAFETY: the caller promises `length` readable bytes at a non-null `bytes`.
+        let bytes = unsafe { slice(bytes, length, "bytes") }?;
+        // SAFETY: the caller promises `weights` is NULL or a live set, and that the artifact
+        // came from accy's compiler untampered (this function's contract, which is
+        // `load_artifact_with_weights`'s).
+        let handle = unsafe {
+            match weights.as_ref() {
+                Some(w) => s.session.load_artifact_with_weights(bytes, &w.weights)?,
+                None => s.session.load_artifact(bytes)?,
+            }
+        };
+        // SAFETY: checked non-null above; the caller promises it is writable.
+        unsafe { program.write(AccyProgram::new(s, handle)) };
+        Ok(())
+    })
+}
+
 /// Frees a program: its code, plans and slot. Every copy of the handle is dead from then on.
 /// Fails with `ACCY_STATUS_INVALID_HANDLE` when the handle is dead already, 0, or another
 /// session's. Safe to call while another thread invokes the program: that call finishes

@@ -177,3 +177,60 @@ fn threads_invoke_one_program_each_with_its_scratch_and_message() {
     // SAFETY: every thread using the session has finished.
     unsafe { accy_session_destroy(s as *mut AccySession) };
 }
+
+#[test]
+fn an_artifact_loads_without_compiling_and_bad_bytes_get_their_codes() {
+    use accy_session::{Session, SessionOptions};
+    let wire = identity(DType::I32);
+    let artifact = Session::with_options(SessionOptions::default().with_threads(1))
+        .unwrap()
+        .compile_artifact(&wire)
+        .unwrap();
+    let s = session(1);
+    let load = |bytes: &[u8]| {
+        let mut program = AccyProgram { id: 7 };
+        // SAFETY: the session is live, `bytes` readable for its length, `program` writable;
+        // the bytes are an artifact this accy just compiled, or a damaged copy that the
+        // loader refuses before mapping anything.
+        let status = unsafe {
+            accy_program_load_artifact(s, bytes.as_ptr(), bytes.len(), ptr::null(), &mut program)
+        };
+        (status, program)
+    };
+    let (status, program) = load(&artifact);
+    assert_eq!(status, ACCY_STATUS_OK, "{}", message());
+    let x = [5i32, -6, 7];
+    let mut y = [0i32; 3];
+    let input = AccyConstBuffer {
+        data: x.as_ptr().cast(),
+        byte_size: 12,
+    };
+    let output = AccyBuffer {
+        data: y.as_mut_ptr().cast(),
+        byte_size: 12,
+    };
+    let mut scratch = ptr::null_mut();
+    // SAFETY: `scratch` is writable.
+    assert_eq!(unsafe { accy_scratch_create(&mut scratch) }, 0);
+    // SAFETY: session and scratch are live; each buffer holds its byte_size bytes.
+    let status = unsafe { accy_program_invoke(s, program, scratch, &input, 1, &output, 1) };
+    assert_eq!((status, y), (ACCY_STATUS_OK, x), "{}", message());
+
+    let mut flipped = artifact.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let (status, program) = load(&flipped);
+    assert_eq!((status, program.id), (ACCY_STATUS_INVALID_PROGRAM, 0));
+    let (status, _) = load(&artifact[..artifact.len() / 2]);
+    assert_eq!(status, ACCY_STATUS_INVALID_PROGRAM);
+    let (status, _) = load(&wire);
+    assert_eq!(
+        status, ACCY_STATUS_INVALID_PROGRAM,
+        "wire bytes are no artifact"
+    );
+    // SAFETY: created above and used by no call now.
+    unsafe {
+        accy_scratch_destroy(scratch);
+        accy_session_destroy(s);
+    }
+}
