@@ -47,7 +47,7 @@ pub use abi::DispatchState;
 pub use error::ArtifactError;
 pub use imports::Import;
 pub use launch::{Access, Binding, Command, LaunchPlan, Operand, Region};
-pub use serial::SerialError;
+pub use serial::{SerialError, Validated};
 pub use slots::{ArtifactPlan, DerivedSource, ScratchLayout, Slot, SlotId, SlotKind, SlotRole};
 pub use target::{Arch, CpuFeature, FeatureSet, TargetSpec, UnknownFeature};
 pub use validate::{PlanSummary, SlotUsage};

@@ -20,7 +20,7 @@
 
 use accy_artifact::{
     Arch, Artifact, ArtifactError, ArtifactPlan, FeatureSet, KernelEntry, LaunchPlan, PlanSummary,
-    SlotId, SlotRole, TargetSpec,
+    SlotId, SlotRole, TargetSpec, Validated,
 };
 
 use std::sync::Arc;
@@ -273,6 +273,46 @@ impl LoadedArtifact {
         weights: &Weights,
     ) -> Result<LoadedArtifact, LoadError> {
         let summary = artifact.validate()?;
+        // SAFETY: the caller keeps this function's contract, which is the callee's; the
+        // summary was just computed from `artifact`.
+        unsafe { Self::load_summarized(artifact, summary, cpu, weights) }
+    }
+
+    /// [`LoadedArtifact::load_with_weights`] for an artifact validated already (as
+    /// `Artifact::from_bytes_validated` returns it), without validating again.
+    ///
+    /// # Safety
+    ///
+    /// As for [`LoadedArtifact::load_with_weights`].
+    pub unsafe fn load_validated(
+        validated: &Validated,
+        cpu: &CpuInfo,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, LoadError> {
+        // SAFETY: the caller keeps this function's contract, which is the callee's; a
+        // `Validated`'s summary is validation's result for its artifact.
+        unsafe {
+            Self::load_summarized(
+                validated.artifact(),
+                validated.summary().clone(),
+                cpu,
+                weights,
+            )
+        }
+    }
+
+    /// Loads `artifact`, whose validation gave `summary`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`LoadedArtifact::load_with_weights`], and `summary` is what
+    /// `artifact.validate()` returned.
+    unsafe fn load_summarized(
+        artifact: &Artifact,
+        summary: PlanSummary,
+        cpu: &CpuInfo,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, LoadError> {
         let target = artifact.target;
         if cpu.arch() != Some(target.arch) {
             return Err(LoadError::ArchMismatch {

@@ -290,22 +290,13 @@ impl Session {
         if !self.table.has_free() {
             return Err(Error::TooManyPrograms);
         }
-        let artifact = Artifact::from_bytes(bytes).map_err(|e| self.fail(Inner::Artifact(e)))?;
-        // SAFETY: `from_bytes` validated the artifact, and the caller promises its code came
-        // from `accy_lower::compile` (this function's contract), whose kernels keep the
-        // dispatch ABI for the launch plan stored beside them.
-        unsafe { self.install(&artifact, weights) }
-    }
-
-    /// Loads `artifact` (validating it and checking its target against the host) and puts it
-    /// in a free slot.
-    ///
-    /// # Safety
-    ///
-    /// As for `LoadedArtifact::load_with_weights`: the kernels keep the dispatch ABI.
-    unsafe fn install(&self, artifact: &Artifact, weights: &Weights) -> Result<Handle, Error> {
-        // SAFETY: the caller keeps this function's contract, which is the callee's.
-        let loaded = unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
+        let validated =
+            Artifact::from_bytes_validated(bytes).map_err(|e| self.fail(Inner::Artifact(e)))?;
+        // SAFETY: `from_bytes_validated` validated the artifact (its summary comes with it),
+        // and the caller promises its code came from `accy_lower::compile` (this function's
+        // contract), whose kernels keep the dispatch ABI for the launch plan stored beside
+        // them.
+        let loaded = unsafe { LoadedArtifact::load_validated(&validated, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
         self.insert(loaded)
     }

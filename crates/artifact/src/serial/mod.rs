@@ -69,7 +69,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::{Arch, Artifact, ArtifactError};
+use crate::{Arch, Artifact, ArtifactError, PlanSummary};
 
 mod read;
 mod write;
@@ -292,8 +292,40 @@ impl Artifact {
     /// documentation); reading never panics and allocates in proportion to `bytes.len()`.
     /// The result owns its data: `bytes` may be freed afterwards.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, SerialError> {
+        Ok(Artifact::from_bytes_validated(bytes)?.into_artifact())
+    }
+
+    /// [`Artifact::from_bytes`], keeping what validation computed, so a loader need not
+    /// validate again.
+    pub fn from_bytes_validated(bytes: &[u8]) -> Result<Validated, SerialError> {
         let artifact = read::read(bytes)?;
-        artifact.validate()?;
-        Ok(artifact)
+        let summary = artifact.validate()?;
+        Ok(Validated { artifact, summary })
+    }
+}
+
+/// An artifact that has passed [`Artifact::validate`], with the [`PlanSummary`] validation
+/// computed. Only validation makes one, and neither part can be changed afterwards, so the
+/// summary always describes the artifact.
+#[derive(Clone, Debug)]
+pub struct Validated {
+    artifact: Artifact,
+    summary: PlanSummary,
+}
+
+impl Validated {
+    /// The artifact.
+    pub fn artifact(&self) -> &Artifact {
+        &self.artifact
+    }
+
+    /// What validation computed for it.
+    pub fn summary(&self) -> &PlanSummary {
+        &self.summary
+    }
+
+    /// The artifact alone.
+    pub fn into_artifact(self) -> Artifact {
+        self.artifact
     }
 }
