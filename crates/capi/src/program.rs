@@ -2,7 +2,9 @@
 
 use std::ffi::{c_char, c_void};
 
-use accy_session::{DType, Descriptor, Handle, Status, WeightError, Weights, MAX_PROGRAMS};
+use accy_session::{
+    DType, Descriptor, Error, Handle, Session, Status, WeightError, Weights, MAX_PROGRAMS,
+};
 
 use crate::args::{c_str, clear, create, free, required, slice};
 use crate::session::{session_ref, AccySession};
@@ -181,23 +183,20 @@ pub unsafe extern "C" fn accy_program_compile(
     weights: *const AccyWeights,
     program: *mut AccyProgram,
 ) -> AccyStatus {
-    guard(Status::CompileFailed, || {
-        // SAFETY: the caller promises `program` is NULL or writable.
-        unsafe { clear(program, AccyProgram { id: 0 }) };
-        required(program, "program")?;
-        // SAFETY: the caller promises `session` is NULL or live.
-        let s = unsafe { session_ref(session) }?;
-        // SAFETY: the caller promises `length` readable bytes at a non-null `bytes`.
-        let bytes = unsafe { slice(bytes, length, "bytes") }?;
-        // SAFETY: the caller promises `weights` is NULL or a live set.
-        let handle = match unsafe { weights.as_ref() } {
-            Some(w) => s.session.compile_with_weights(bytes, &w.weights)?,
-            None => s.session.compile(bytes)?,
-        };
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { program.write(AccyProgram::new(s, handle)) };
-        Ok(())
-    })
+    // SAFETY: the caller keeps this function's contract, which is `new_program`'s.
+    unsafe {
+        new_program(
+            session,
+            bytes,
+            length,
+            weights,
+            program,
+            |s, bytes, w| match w {
+                Some(w) => s.compile_with_weights(bytes, w),
+                None => s.compile(bytes),
+            },
+        )
+    }
 }
 
 /// Loads an ahead-of-time artifact (the bytes `accy compile FILE --artifact` writes, or
@@ -231,6 +230,39 @@ pub unsafe extern "C" fn accy_program_load_artifact(
     weights: *const AccyWeights,
     program: *mut AccyProgram,
 ) -> AccyStatus {
+    // SAFETY: the caller keeps this function's contract: `new_program`'s, and that the
+    // artifact came from accy's compiler untampered, which is `load_artifact`'s.
+    unsafe {
+        new_program(
+            session,
+            bytes,
+            length,
+            weights,
+            program,
+            |s, bytes, w| match w {
+                Some(w) => s.load_artifact_with_weights(bytes, w),
+                None => s.load_artifact(bytes),
+            },
+        )
+    }
+}
+
+/// What `accy_program_compile` and `accy_program_load_artifact` share: clears `*program`,
+/// checks the arguments, makes the program from the bytes and weights with `make`, and
+/// writes its handle to `*program`. Failures (and panics) become a status, `CompileFailed`
+/// for a panic.
+///
+/// # Safety
+/// `session` is NULL or live; `bytes` is NULL (then `length` is 0) or points to `length`
+/// readable bytes; `weights` is NULL or a live set; `program` is NULL or writable.
+unsafe fn new_program(
+    session: *const AccySession,
+    bytes: *const u8,
+    length: usize,
+    weights: *const AccyWeights,
+    program: *mut AccyProgram,
+    make: impl FnOnce(&Session, &[u8], Option<&Weights>) -> Result<Handle, Error>,
+) -> AccyStatus {
     guard(Status::CompileFailed, || {
         // SAFETY: the caller promises `program` is NULL or writable.
         unsafe { clear(program, AccyProgram { id: 0 }) };
@@ -239,15 +271,9 @@ pub unsafe extern "C" fn accy_program_load_artifact(
         let s = unsafe { session_ref(session) }?;
         // SAFETY: the caller promises `length` readable bytes at a non-null `bytes`.
         let bytes = unsafe { slice(bytes, length, "bytes") }?;
-        // SAFETY: the caller promises `weights` is NULL or a live set, and that the artifact
-        // came from accy's compiler untampered (this function's contract, which is
-        // `load_artifact_with_weights`'s).
-        let handle = unsafe {
-            match weights.as_ref() {
-                Some(w) => s.session.load_artifact_with_weights(bytes, &w.weights)?,
-                None => s.session.load_artifact(bytes)?,
-            }
-        };
+        // SAFETY: the caller promises `weights` is NULL or a live set.
+        let weights = unsafe { weights.as_ref() }.map(|w| &w.weights);
+        let handle = make(&s.session, bytes, weights)?;
         // SAFETY: checked non-null above; the caller promises it is writable.
         unsafe { program.write(AccyProgram::new(s, handle)) };
         Ok(())

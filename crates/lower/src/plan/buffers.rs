@@ -177,20 +177,29 @@ fn placed(
     command: &Command,
     region: &dyn Fn(BufId, u64, u64) -> Result<Region, CompileError>,
 ) -> Result<Command, CompileError> {
-    let at = |r: &Region| region(r.slot.0, r.offset, r.len);
+    map_regions(command, 0, &|r| region(r.slot.0, r.offset, r.len))
+}
+
+/// `command` with every region replaced by `region(it)` and its kernel number (of a
+/// dispatch) shifted by `kernel_shift`.
+pub(super) fn map_regions(
+    command: &Command,
+    kernel_shift: u32,
+    region: &dyn Fn(&Region) -> Result<Region, CompileError>,
+) -> Result<Command, CompileError> {
     Ok(match command {
         Command::Fill {
             dst,
             pattern,
             width,
         } => Command::Fill {
-            dst: at(dst)?,
+            dst: region(dst)?,
             pattern: *pattern,
             width: *width,
         },
         Command::Copy { src, dst } => Command::Copy {
-            src: at(src)?,
-            dst: at(dst)?,
+            src: region(src)?,
+            dst: region(dst)?,
         },
         Command::Dispatch {
             kernel,
@@ -198,10 +207,10 @@ fn placed(
             scalars,
             workgroups,
         } => Command::Dispatch {
-            kernel: *kernel,
+            kernel: kernel + kernel_shift,
             bindings: bindings
                 .iter()
-                .map(|b| Ok(Binding::new(at(&b.region)?, b.access)))
+                .map(|b| Ok(Binding::new(region(&b.region)?, b.access)))
                 .collect::<Result<_, CompileError>>()?,
             scalars: scalars.clone(),
             workgroups: *workgroups,

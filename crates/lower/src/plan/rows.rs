@@ -24,7 +24,7 @@ use accy_artifact::{Command, Region, SlotId, SlotRole};
 use accy_ir::{Builder, Op, Program, Type, ValueId};
 
 use super::expr::{BufId, ExprKind};
-use super::{views, Buffer, Home, LoweredProgram, Pending, Planner};
+use super::{buffers, views, Buffer, Home, LoweredProgram, Pending, Planner};
 use crate::compile::Options;
 use crate::error::CompileError;
 use crate::kernel::Kernel;
@@ -405,35 +405,7 @@ fn move_command(
             .ok_or_else(|| CompileError::internal("block region of no slot"))?;
         Ok(Region::new(SlotId(buf), at + r.offset, r.len))
     };
-    Ok(match command {
-        Command::Fill {
-            dst,
-            pattern,
-            width,
-        } => Command::Fill {
-            dst: moved(dst)?,
-            pattern: *pattern,
-            width: *width,
-        },
-        Command::Copy { src, dst } => Command::Copy {
-            src: moved(src)?,
-            dst: moved(dst)?,
-        },
-        Command::Dispatch {
-            kernel,
-            bindings,
-            scalars,
-            workgroups,
-        } => Command::Dispatch {
-            kernel: kernel + first_kernel,
-            bindings: bindings
-                .iter()
-                .map(|b| Ok(accy_artifact::Binding::new(moved(&b.region)?, b.access)))
-                .collect::<Result<_, CompileError>>()?,
-            scalars: scalars.clone(),
-            workgroups: *workgroups,
-        },
-    })
+    buffers::map_regions(command, first_kernel, &moved)
 }
 
 #[cfg(test)]
