@@ -2,38 +2,12 @@
 //! than slots waiting their turn (a counting global allocator proves it).
 
 mod common;
+mod counting;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
 use accy_session::{Error, Model, ModelContext, SessionOptions, Weights};
 use common::{mlp, mlp_weights, values};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; it only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: as for `realloc` itself.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 #[test]
 fn runs_allocate_nothing_after_warm_up() {
@@ -75,18 +49,18 @@ fn runs_allocate_nothing_after_warm_up() {
             });
         }
         gate.wait();
-        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        let before = counting::allocations();
         gate.wait();
         gate.wait();
-        let during = ALLOCATIONS.load(Ordering::SeqCst) - before;
+        let during = counting::allocations() - before;
         // One caller alone.
         let mut y = vec![0.0f32; (rows * o) as usize];
         plan.run_typed(&[&x], &mut [&mut y]).unwrap();
-        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        let before = counting::allocations();
         for _ in 0..200 {
             plan.run_typed(&[&x], &mut [&mut y]).unwrap();
         }
-        (during, ALLOCATIONS.load(Ordering::SeqCst) - before)
+        (during, counting::allocations() - before)
     });
     assert_eq!(
         counts,

@@ -1,35 +1,9 @@
 //! After warm-up, an invoke allocates nothing (a counting global allocator proves it).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod counting;
 
 use accy_ir::{BinaryOp, Builder, DType, ReduceOp, Type, UnaryOp};
 use accy_session::{Scratch, Session};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; it only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: as for `realloc` itself.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// Invocations before counting.
 const WARM_UP: usize = 20;
@@ -73,7 +47,7 @@ fn invoke_allocates_nothing_after_warm_up_with(threads: usize, rows: u64) {
         ];
         session.invoke(h, &mut scratch, &[xb], &mut outs).unwrap();
     }
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = counting::allocations();
     for _ in 0..100 {
         let mut outs: [&mut [u8]; 2] = [
             bytemuck::cast_slice_mut(&mut y),
@@ -81,7 +55,7 @@ fn invoke_allocates_nothing_after_warm_up_with(threads: usize, rows: u64) {
         ];
         session.invoke(h, &mut scratch, &[xb], &mut outs).unwrap();
     }
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    let after = counting::allocations();
     assert_eq!(
         after - before,
         0,
