@@ -31,26 +31,14 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{a64, add_imm, gpr, ldr_slot, mov_imm, mul_imm, str_slot, sub_sp, Asm, Slot};
 use super::micro::Micro;
 use super::NAME;
+use crate::emit::contraction::frame::*;
 use crate::emit::contraction::{schedule, Reloc, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
-/// Frame layout (offsets from sp after the frame is allocated).
-const STATE: i32 = 0;
-const POINTERS: i32 = DispatchState::SIZE as i32;
-/// The most bindings an epilogue kernel may have here (its tables live in the frame).
-const MAX_EPILOGUE_BINDINGS: usize = 32;
-const LENGTHS: i32 = POINTERS + 8 * MAX_EPILOGUE_BINDINGS as i32;
-const B_SLOT: i32 = LENGTHS + 8 * MAX_EPILOGUE_BINDINGS as i32;
-const M0: i32 = B_SLOT + 8;
-const N0: i32 = M0 + 8;
-const ROWS: i32 = N0 + 8;
-const COLS: i32 = ROWS + 8;
-const M: i32 = COLS + 8;
-const M_END: i32 = M + 8;
-const PANEL: i32 = M_END + 8;
-const PANELS: i32 = PANEL + 8;
-const FRAME: u32 = ((PANELS + 8 + 15) / 16 * 16) as u32;
+/// Frame size: the shared slots (`frame`; offsets from sp after the frame is allocated),
+/// rounded to keep sp 16-byte aligned.
+const FRAME: u32 = ((SLOTS_END + 15) / 16 * 16) as u32;
 /// The register save area below the frame: x29/x30, x19–x23, d8–d15.
 const SAVES: i32 = 128;
 

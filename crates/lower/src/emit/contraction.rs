@@ -32,6 +32,30 @@ use accy_artifact::Access;
 use accy_ir::DType;
 use smallvec::smallvec;
 
+/// The frame slots every backend's contraction code keeps (byte offsets from the stack
+/// pointer once the frame is allocated): the epilogue's `DispatchState`, its binding pointer
+/// and length tables, then the loop state. A backend adds its own slots from [`frame::SLOTS_END`].
+pub(crate) mod frame {
+    use accy_artifact::abi::DispatchState;
+
+    pub(crate) const STATE: i32 = 0;
+    pub(crate) const POINTERS: i32 = DispatchState::SIZE as i32;
+    /// The most bindings an epilogue kernel may have (its tables live in the frame).
+    pub(crate) const MAX_EPILOGUE_BINDINGS: usize = 32;
+    pub(crate) const LENGTHS: i32 = POINTERS + 8 * MAX_EPILOGUE_BINDINGS as i32;
+    pub(crate) const B_SLOT: i32 = LENGTHS + 8 * MAX_EPILOGUE_BINDINGS as i32;
+    pub(crate) const M0: i32 = B_SLOT + 8;
+    pub(crate) const N0: i32 = M0 + 8;
+    pub(crate) const ROWS: i32 = N0 + 8;
+    pub(crate) const COLS: i32 = ROWS + 8;
+    pub(crate) const M: i32 = COLS + 8;
+    pub(crate) const M_END: i32 = M + 8;
+    pub(crate) const PANEL: i32 = M_END + 8;
+    pub(crate) const PANELS: i32 = PANEL + 8;
+    /// The first offset past the shared slots.
+    pub(crate) const SLOTS_END: i32 = PANELS + 8;
+}
+
 use crate::kernel::{
     ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, Store,
 };

@@ -35,27 +35,14 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
 use super::micro::{Init, Micro};
 use super::X64Tier;
+use crate::emit::contraction::frame::*;
 use crate::emit::contraction::{schedule, Reloc, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
-/// Frame layout (offsets from rsp).
-const STATE: i32 = 0;
-const POINTERS: i32 = DispatchState::SIZE as i32;
-/// The most bindings an epilogue kernel may have here (its tables live in the frame).
-const MAX_EPILOGUE_BINDINGS: usize = 32;
-const LENGTHS: i32 = POINTERS + 8 * MAX_EPILOGUE_BINDINGS as i32;
-const B_SLOT: i32 = LENGTHS + 8 * MAX_EPILOGUE_BINDINGS as i32;
-const M0: i32 = B_SLOT + 8;
-const N0: i32 = M0 + 8;
-const ROWS: i32 = N0 + 8;
-const COLS: i32 = ROWS + 8;
-const M: i32 = COLS + 8;
-const M_END: i32 = M + 8;
-const PANEL: i32 = M_END + 8;
-const PANELS: i32 = PANEL + 8;
-/// The current block of k, in the loop over the middle blocks.
-const K_BLOCK: i32 = PANELS + 8;
+/// The current block of k, in the loop over the middle blocks (after the shared frame slots,
+/// `frame`; offsets from rsp).
+const K_BLOCK: i32 = SLOTS_END;
 /// Frame size: the slots, rounded so that rsp is 16-byte aligned after six pushes.
 const FRAME: i32 = (K_BLOCK + 8 + 15) / 16 * 16 + 8;
 
