@@ -392,7 +392,17 @@ impl Session {
         outputs: &mut [&mut [u8]],
     ) -> Result<(), Error> {
         let entry = self.lookup(handle)?;
-        let compiled = compiled(&entry, handle)?;
+        self.invoke_compiled(compiled(&entry, handle)?, scratch, inputs, outputs)
+    }
+
+    /// [`Session::invoke`] of a program already looked up.
+    fn invoke_compiled(
+        &self,
+        compiled: &Compiled,
+        scratch: &mut Scratch,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<(), Error> {
         for (what, expected, actual) in [
             ("input", compiled.inputs.len(), inputs.len()),
             ("output", compiled.outputs.len(), outputs.len()),
@@ -444,7 +454,7 @@ impl Session {
             .iter_mut()
             .map(|s| bytemuck::cast_slice_mut(s))
             .collect();
-        self.invoke(handle, scratch, &input_bytes, &mut output_bytes)
+        self.invoke_compiled(compiled, scratch, &input_bytes, &mut output_bytes)
     }
 
     /// The inner error behind the most recent failure that went through the session's error
