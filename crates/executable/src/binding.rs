@@ -18,9 +18,11 @@
 //! After the first run of an artifact, preparing allocates nothing: [`Scratch`] keeps its
 //! memory and its pointer and range tables between runs and grows only when a larger plan needs it.
 
+use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use accy_artifact::SlotId;
 
@@ -144,6 +146,15 @@ pub struct Scratch {
     pub(crate) binding_ptrs: Vec<*mut u8>,
     /// The caller buffers' address ranges, for the sorted overlap check (`overlap.rs`).
     extents: Vec<Extent>,
+    /// What the layer above keeps from one call to the next (see [`Scratch::take_pinned`]).
+    pinned: Option<Pinned>,
+}
+
+/// A value a runtime keeps alive in a scratch between calls, under an owner and a key.
+struct Pinned {
+    owner: u64,
+    key: u64,
+    value: Arc<dyn Any + Send + Sync>,
 }
 
 // SAFETY: the raw pointers are only a reusable table: they are written by `prepare_borrowed`
@@ -171,6 +182,7 @@ impl fmt::Debug for Scratch {
             .field("slot_capacity", &self.bases.capacity())
             .field("binding_capacity", &self.binding_ptrs.capacity())
             .field("buffer_capacity", &self.extents.capacity())
+            .field("pinned", &self.pinned.as_ref().map(|p| (p.owner, p.key)))
             .finish()
     }
 }
@@ -184,7 +196,30 @@ impl Scratch {
             bases: Vec::new(),
             binding_ptrs: Vec::new(),
             extents: Vec::new(),
+            pinned: None,
         }
+    }
+
+    /// Takes the value pinned by [`Scratch::pin`] if it was pinned under `owner` and `key`;
+    /// otherwise leaves the scratch as it is and returns `None`.
+    ///
+    /// A runtime uses this to skip a shared lookup on repeated calls: the value (say, the
+    /// program of the last call) travels with the caller's scratch, so reaching it writes no
+    /// memory another thread reads. Whether the value is still current is the runtime's to
+    /// check; the scratch only keeps it alive.
+    #[inline]
+    pub fn take_pinned(&mut self, owner: u64, key: u64) -> Option<Arc<dyn Any + Send + Sync>> {
+        match &self.pinned {
+            Some(p) if p.owner == owner && p.key == key => self.pinned.take().map(|p| p.value),
+            _ => None,
+        }
+    }
+
+    /// Keeps `value` alive in this scratch under `owner` and `key`, dropping what was pinned
+    /// before. The value lives until it is taken, replaced, or the scratch is dropped.
+    #[inline]
+    pub fn pin(&mut self, owner: u64, key: u64, value: Arc<dyn Any + Send + Sync>) {
+        self.pinned = Some(Pinned { owner, key, value });
     }
 
     /// A scratch already sized for `loaded` run by `workers` workers, so even its first run
@@ -198,6 +233,7 @@ impl Scratch {
     /// Grows this scratch, if needed, to serve `loaded` run by `workers` workers: a block of at
     /// least its scratch size and alignment, `workers` worker-scratch slices, and room for its
     /// slot and binding tables. Never shrinks.
+    #[inline]
     pub fn reserve_for(
         &mut self,
         loaded: &LoadedArtifact,
@@ -306,6 +342,7 @@ impl<'a> Bindings<'a> {
 }
 
 /// Checks one buffer's size and alignment against its slot's summary.
+#[inline]
 fn check_buffer(
     loaded: &LoadedArtifact,
     kind: BufferKind,
@@ -335,7 +372,7 @@ fn check_buffer(
     }
     // An empty buffer is never dereferenced, so its (dangling) address needs no alignment.
     let address = buffer.as_ptr() as usize;
-    let misalignment = address as u64 % usage.alignment.max(1);
+    let misalignment = misalignment(address as u64, usage.alignment);
     if !buffer.is_empty() && misalignment != 0 {
         return Err(BindingError::Misaligned {
             kind,
@@ -353,6 +390,7 @@ fn check_buffer(
 /// binds every slot: caller buffers in place, weights and constants from `loaded`, scratch
 /// slots and one worker-scratch slice per worker of `executor` in `scratch` (grown first if it
 /// is too small for this plan). [`crate::run`] then runs the dispatches on `executor`.
+#[inline]
 pub fn prepare_borrowed<'a>(
     loaded: &'a LoadedArtifact,
     inputs: &[&'a [u8]],
@@ -416,6 +454,7 @@ pub fn prepare_borrowed<'a>(
 /// blocks of `loaded`, or a scratch slot in `scratch_base`, a block holding at least
 /// `loaded`'s scratch layout. A dangling address for caller-buffer slots (not its business)
 /// and for anything missing (which validation and loading rule out).
+#[inline]
 pub(crate) fn owned_base(
     loaded: &LoadedArtifact,
     source: SlotSource,
@@ -449,8 +488,22 @@ pub(crate) fn dangling() -> *mut u8 {
     NonNull::<u8>::dangling().as_ptr()
 }
 
+/// How far `address` lies past a multiple of `alignment` (0 counts as 1). Alignments are
+/// powers of two in practice, so the mask avoids a 64-bit division on every invoke; any other
+/// value still gets the exact remainder.
+#[inline]
+fn misalignment(address: u64, alignment: u64) -> u64 {
+    let alignment = alignment.max(1);
+    if alignment.is_power_of_two() {
+        address & (alignment - 1)
+    } else {
+        address % alignment
+    }
+}
+
 /// The address of `span` given the slot bases: a dangling non-null address for an empty
 /// span, otherwise the slot's base plus the span's offset.
+#[inline]
 pub(crate) fn region_ptr(bases: &[*mut u8], span: &Span) -> *mut u8 {
     match bases.get(span.slot) {
         Some(&base) if span.len > 0 => {

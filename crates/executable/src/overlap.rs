@@ -66,6 +66,7 @@ fn overlap_error(a: Extent, b: Extent) -> BindingError {
 /// has more buffers than any before. With several overlaps, which pair is named is
 /// unspecified (up to [`PAIRWISE_MAX`] buffers: the first output, in order, that overlaps
 /// an input or an earlier output).
+#[inline]
 pub(crate) fn check(
     inputs: &[&[u8]],
     outputs: &[&mut [u8]],

@@ -105,6 +105,7 @@ type Kernel = extern "C" fn(*const DispatchState, u32, u32) -> u32;
 /// Runs the launch plan of the artifact `bindings` were prepared for, on the buffers they
 /// bind, with the executor they were prepared with. Consumes the bindings: prepare again
 /// (which allocates nothing) for another run.
+#[inline]
 pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
     let _fp = FpEnvGuard::enter();
     let loaded = bindings.loaded;

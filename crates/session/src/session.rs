@@ -1,5 +1,6 @@
 //! The session: compile programs into generation-checked slots and run them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use accy_artifact::Artifact;
@@ -9,9 +10,8 @@ use accy_executable::{
 };
 use accy_ir::Program;
 use accy_lower::{Options, Target};
-use smallvec::SmallVec;
 
-use crate::handle::{Borrowed, SlotTable};
+use crate::handle::{Borrowed, Entry, SlotTable};
 use crate::mapping::{Inner, SessionFailure};
 use crate::{Cause, Descriptor, Error, Handle};
 
@@ -119,7 +119,23 @@ pub struct Session {
     executor: Arc<dyn Executor>,
     table: SlotTable<Compiled, MAX_PROGRAMS>,
     last_cause: Mutex<Option<Cause>>,
+    /// Tells this session's programs pinned in a caller's [`Scratch`] from another session's
+    /// (see [`Session::program`]); unique in the process.
+    id: u64,
 }
+
+/// The key a program is pinned under in a scratch: its handle, index and generation.
+fn pin_key(handle: Handle) -> u64 {
+    (u64::from(handle.index) << 32) | u64::from(handle.generation)
+}
+
+/// The next [`Session`] id; ids are never reused, so a scratch that outlived one session
+/// cannot hand its program to a later session at the same address.
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Buffers per direction whose byte views [`Session::invoke_typed`] keeps on the stack; past
+/// it the views take one allocation.
+const TYPED_INLINE: usize = 8;
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
@@ -170,6 +186,7 @@ impl Session {
             executor,
             table: SlotTable::new(),
             last_cause: Mutex::new(None),
+            id: NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -391,8 +408,39 @@ impl Session {
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
     ) -> Result<(), Error> {
-        let entry = self.lookup(handle)?;
-        self.invoke_compiled(compiled(&entry, handle)?, scratch, inputs, outputs)
+        let program = self.program(handle, scratch)?;
+        let result = self.invoke_compiled(&program.value, scratch, inputs, outputs);
+        self.pin(handle, scratch, program);
+        result
+    }
+
+    /// The program `handle` names, taken from `scratch` when the caller's last call ran it
+    /// and the handle is still live (one atomic load: the invoke path then writes no memory
+    /// another caller reads), else looked up in the table. Give it back with
+    /// [`Session::pin`] after the call, so the next one finds it.
+    fn program(
+        &self,
+        handle: Handle,
+        scratch: &mut Scratch,
+    ) -> Result<Arc<Entry<Compiled>>, Error> {
+        if let Some(pinned) = scratch.take_pinned(self.id, pin_key(handle)) {
+            if self.table.is_live(handle) {
+                if let Ok(entry) = pinned.downcast::<Entry<Compiled>>() {
+                    return Ok(entry);
+                }
+            }
+        }
+        self.table.get_owned(handle).ok_or(Error::InvalidHandle {
+            index: handle.index,
+            generation: handle.generation,
+        })
+    }
+
+    /// Keeps `program` in `scratch` for the caller's next call with `handle`. The scratch
+    /// holds it until it runs another program or is dropped, so a released program's memory
+    /// may outlive `release` by that long.
+    fn pin(&self, handle: Handle, scratch: &mut Scratch, program: Arc<Entry<Compiled>>) {
+        scratch.pin(self.id, pin_key(handle), program);
     }
 
     /// [`Session::invoke`] of a program already looked up.
@@ -428,7 +476,8 @@ impl Session {
     }
 
     /// [`Session::invoke`] over typed slices (`&[f32]`, `&mut [i64]`, …): each slice is viewed
-    /// as its bytes, so its element type must match the descriptor's dtype in size.
+    /// as its bytes, so its element type must match the descriptor's dtype in size. With up to
+    /// 8 inputs and 8 outputs it allocates nothing beyond what [`Session::invoke`] does.
     pub fn invoke_typed<I: bytemuck::Pod, O: bytemuck::Pod>(
         &self,
         handle: Handle,
@@ -436,8 +485,20 @@ impl Session {
         inputs: &[&[I]],
         outputs: &mut [&mut [O]],
     ) -> Result<(), Error> {
-        let entry = self.lookup(handle)?;
-        let compiled = compiled(&entry, handle)?;
+        let program = self.program(handle, scratch)?;
+        let result = self.invoke_typed_compiled(&program.value, scratch, inputs, outputs);
+        self.pin(handle, scratch, program);
+        result
+    }
+
+    /// [`Session::invoke_typed`] of a program already looked up.
+    fn invoke_typed_compiled<I: bytemuck::Pod, O: bytemuck::Pod>(
+        &self,
+        compiled: &Compiled,
+        scratch: &mut Scratch,
+        inputs: &[&[I]],
+        outputs: &mut [&mut [O]],
+    ) -> Result<(), Error> {
         let input_lens = inputs.iter().map(|s| s.len());
         let output_lens = outputs.iter().map(|s| s.len());
         check_typed("input", &compiled.inputs, input_lens, size_of::<I>())
@@ -447,10 +508,28 @@ impl Session {
                 SessionFailure::Count { .. } => Error::InvalidBuffer(Arc::new(failure)),
                 other => self.fail(Inner::Session(other)),
             })?;
-        // Inline capacity covers typical programs, so this convenience allocates nothing either.
-        let input_bytes: SmallVec<[&[u8]; 8]> =
-            inputs.iter().map(|s| bytemuck::cast_slice(s)).collect();
-        let mut output_bytes: SmallVec<[&mut [u8]; 8]> = outputs
+        // Byte views of up to `TYPED_INLINE` buffers live in arrays on the stack, filled in
+        // place (collecting into a returned container costs a copy per call on this hot path);
+        // more buffers than that take one allocation.
+        let (input_count, output_count) = (inputs.len(), outputs.len());
+        if input_count <= TYPED_INLINE && output_count <= TYPED_INLINE {
+            let mut input_bytes: [&[u8]; TYPED_INLINE] = [&[]; TYPED_INLINE];
+            for (bytes, s) in input_bytes.iter_mut().zip(inputs) {
+                *bytes = bytemuck::cast_slice(s);
+            }
+            let mut output_bytes: [&mut [u8]; TYPED_INLINE] = Default::default();
+            for (bytes, s) in output_bytes.iter_mut().zip(outputs.iter_mut()) {
+                *bytes = bytemuck::cast_slice_mut(s);
+            }
+            return self.invoke_compiled(
+                compiled,
+                scratch,
+                &input_bytes[..input_count],
+                &mut output_bytes[..output_count],
+            );
+        }
+        let input_bytes: Vec<&[u8]> = inputs.iter().map(|s| bytemuck::cast_slice(s)).collect();
+        let mut output_bytes: Vec<&mut [u8]> = outputs
             .iter_mut()
             .map(|s| bytemuck::cast_slice_mut(s))
             .collect();

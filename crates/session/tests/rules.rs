@@ -1,7 +1,7 @@
 //! Every session rule: handles, the slot limit, bad bytes, buffer checks, `last_cause`,
 //! donation, descriptors, and status codes.
 
-use accy_ir::{BinaryOp, Builder, DType, Program, Type, UnaryOp};
+use accy_ir::{BinaryOp, Builder, DType, Program, Tensor, Type, UnaryOp};
 use accy_session::{Error, Handle, Scratch, Session, Status, MAX_PROGRAMS};
 
 fn neg_program(n: u64) -> Program {
@@ -77,6 +77,61 @@ fn compile_invoke_release_and_stale_handles() {
         Status::of(&session.release(out_of_range)),
         Status::InvalidHandle
     );
+}
+
+/// A program of one f32[4] input `x` whose output is `x + c`.
+fn add_constant(c: f32) -> Vec<u8> {
+    let mut b = Builder::new();
+    let x = b.input("x", Type::new(DType::F32, &[4])).unwrap();
+    let k = b.constant(Tensor::f32s(&[4], vec![c; 4])).unwrap();
+    let y = b.binary(BinaryOp::Add, x, k).unwrap();
+    b.output(y).unwrap();
+    accy_wire::encode(&b.finish().unwrap())
+}
+
+/// A scratch keeps the program of its last call to skip the table lookup next time; these are
+/// the cases where that program must not be the one that runs.
+#[test]
+fn a_scratch_never_runs_the_program_it_kept_for_another_handle_or_session() {
+    let (one, two) = (Session::new().unwrap(), Session::new().unwrap());
+    let mut scratch = Scratch::new();
+    let mut out = [0.0f32; 4];
+    let x = [1.0f32; 4];
+    let mut run = |session: &Session, h: Handle, scratch: &mut Scratch| {
+        session
+            .invoke_typed(h, scratch, &[&x], &mut [&mut out])
+            .map(|()| out[0])
+    };
+    // The same slot index and generation in two sessions, holding different programs.
+    let a = one.compile(&add_constant(10.0)).unwrap();
+    let b = two.compile(&add_constant(20.0)).unwrap();
+    assert_eq!(a, b);
+    for _ in 0..3 {
+        assert_eq!(run(&one, a, &mut scratch).unwrap(), 11.0);
+        assert_eq!(run(&one, a, &mut scratch).unwrap(), 11.0);
+        assert_eq!(run(&two, b, &mut scratch).unwrap(), 21.0);
+    }
+    // Released while kept in the scratch, then the slot reused by another program.
+    assert_eq!(run(&one, a, &mut scratch).unwrap(), 11.0);
+    one.release(a).unwrap();
+    assert!(matches!(
+        run(&one, a, &mut scratch),
+        Err(Error::InvalidHandle { .. })
+    ));
+    assert_eq!(run(&two, b, &mut scratch).unwrap(), 21.0);
+    let c = one.compile(&add_constant(30.0)).unwrap();
+    assert_eq!(c.index, a.index);
+    assert_eq!(run(&one, c, &mut scratch).unwrap(), 31.0);
+    assert!(matches!(
+        run(&one, a, &mut scratch),
+        Err(Error::InvalidHandle { .. })
+    ));
+    // A scratch that outlives its session is still a fine scratch for another.
+    drop(one);
+    assert_eq!(run(&two, b, &mut scratch).unwrap(), 21.0);
+    let three = Session::new().unwrap();
+    let d = three.compile(&add_constant(40.0)).unwrap();
+    assert_eq!(run(&three, d, &mut scratch).unwrap(), 41.0);
 }
 
 #[test]
