@@ -7,11 +7,13 @@
  * Check accy_abi_version() == ACCY_ABI_VERSION first.
  *
  * Status codes. Every function that can fail returns an accy_status: ACCY_STATUS_OK (0) or a
- * failure code 1-10 (9 and 10 come from the models API, which this ABI does not expose yet).
+ * failure code 1-10 (9 and 10 come from the models API: an invalid model or plan, and a
+ * plan whose inference slots are all busy for accy_prepared_try_run).
  * These are accy's stable session codes: a code never changes meaning, and new codes are only
  * ever appended, so a caller MUST treat a code it does not know as a failure. accy_status_name() names a code ("unknown" for one this library does not know).
  * A panic inside accy (a bug) never crosses into C: it is caught, and the call returns
- * ACCY_STATUS_COMPILE_FAILED (accy_session_create, accy_program_compile) or
+ * ACCY_STATUS_COMPILE_FAILED (the calls that create sessions, compile or load programs,
+ * create models or prepare plans) or
  * ACCY_STATUS_LAUNCH_FAILED (every other call), with a message starting "internal error"
  * (Rust's panic hook may also print it to stderr). The session stays usable.
  *
@@ -32,7 +34,8 @@
  * creates and destroys (each destroy accepts NULL). A program handle is a value: copy it
  * freely; accy_program_release (or destroying its session) makes every copy dead, and a dead,
  * zero or foreign handle is ACCY_STATUS_INVALID_HANDLE, never undefined behaviour. Passing a
- * destroyed session, weight set or scratch is undefined behaviour, as with free().
+ * destroyed session, weight set, scratch, model or plan is undefined behaviour, as with
+ * free(). A plan keeps what it shares with its model, so a model may be destroyed first.
  *
  * Threads. A session may be used from many threads at once: compile, describe, invoke and
  * release may all run concurrently, and accy_program_invoke may run the same program on many
@@ -41,8 +44,13 @@
  * A weight set is immutable and may be shared freely. accy_session_destroy must be the last
  * call on its session, with no other call running.
  *
- * Not here yet: the models API (shared weights with prepared plans and inference slots) and
- * loading ahead-of-time compiled artifacts.
+ * Models. accy_model_create compiles a network once with its weights (stored once, with
+ * their packed forms); accy_model_prepare makes a plan for the network itself or another
+ * shape of it (batch 1, 8, 37, ...) with a fixed number of inference slots, sharing those
+ * weights. Any number of threads may run one plan at once (accy_prepared_run): at most its
+ * capacity run together and the others wait their turn, first come first served;
+ * accy_prepared_try_run returns ACCY_STATUS_BUSY instead of waiting. Plans copy inputs and
+ * outputs, so their buffers need no alignment, and a warm run allocates nothing.
  */
 
 #ifndef ACCY_H
@@ -61,6 +69,18 @@
 
 // The most axes a value has (`accy_descriptor.dims` holds this many).
 #define ACCY_MAX_RANK 8
+
+// A network and its weights, compiled once, ready to be prepared for any shape of it. Opaque
+// to C; created by `accy_model_create`, freed by `accy_model_destroy`. Any number of threads
+// may prepare plans from one model at once.
+typedef struct accy_model accy_model;
+
+// A plan of a model for one shape, with a fixed number of inference slots, each with its own
+// scratch memory; the weights are the model's, shared. Opaque to C; created by
+// `accy_model_prepare`, freed by `accy_prepared_destroy`. Any number of threads may run one
+// plan at once: at most `capacity` run together, the others wait their turn (first come,
+// first served) or, with `accy_prepared_try_run`, return `ACCY_STATUS_BUSY`.
+typedef struct accy_prepared accy_prepared;
 
 // Reusable working memory for invocations. Opaque to C. One call at a time uses it: give each
 // thread that invokes its own (it may move between threads between calls). It grows to the
@@ -110,41 +130,6 @@ typedef struct accy_buffer {
   size_t byte_size;
 } accy_buffer;
 
-// One named weight for `accy_weights_create`: a NUL-terminated UTF-8 name as the program's
-// `weight` parameter spells it, and its bytes (little-endian elements, row-major).
-typedef struct accy_weight {
-  // The weight's name; not NULL.
-  const char *name;
-  // Its bytes; NULL only when `byte_size` is 0.
-  const void *data;
-  // The number of bytes at `data`.
-  size_t byte_size;
-} accy_weight;
-
-// Dtype codes in `accy_descriptor.dtype`: the codes of the wire format's dtype table
-// (`docs/wire-format.md` §8.1). 0 is never a dtype; a code this header does not name is a
-// dtype added by a newer library.
-typedef uint32_t accy_dtype;
-
-// What a caller needs to size and type one input or output buffer. The caller sets `size`
-// to `sizeof(accy_descriptor)` before the call; the library fills the rest (a newer library
-// fills only the fields that fit in `size`).
-typedef struct accy_descriptor {
-  // Set by the caller: `sizeof(accy_descriptor)`.
-  size_t size;
-  // Element type: an `ACCY_DTYPE_*` code.
-  accy_dtype dtype;
-  // Number of axes (0 for a scalar), at most `ACCY_MAX_RANK`.
-  uint32_t rank;
-  // Axis lengths, outermost first (row-major); entries from `rank` on are 0.
-  uint64_t dims[ACCY_MAX_RANK];
-  // The exact length in bytes the buffer must have.
-  size_t byte_size;
-  // The alignment in bytes the buffer's address must have (the element's own: memory from
-  // `malloc` always qualifies).
-  size_t alignment;
-} accy_descriptor;
-
 // How a session is set up. Zero means "the default" in every field, so a caller fills it
 // with `accy_session_options options = {.size = sizeof options};` and sets what it wants.
 //
@@ -170,6 +155,41 @@ typedef struct accy_session_options {
   // `ACCY_STATUS_COMPILE_FAILED`. Read only during the call.
   const char *target;
 } accy_session_options;
+
+// Dtype codes in `accy_descriptor.dtype`: the codes of the wire format's dtype table
+// (`docs/wire-format.md` §8.1). 0 is never a dtype; a code this header does not name is a
+// dtype added by a newer library.
+typedef uint32_t accy_dtype;
+
+// What a caller needs to size and type one input or output buffer. The caller sets `size`
+// to `sizeof(accy_descriptor)` before the call; the library fills the rest (a newer library
+// fills only the fields that fit in `size`).
+typedef struct accy_descriptor {
+  // Set by the caller: `sizeof(accy_descriptor)`.
+  size_t size;
+  // Element type: an `ACCY_DTYPE_*` code.
+  accy_dtype dtype;
+  // Number of axes (0 for a scalar), at most `ACCY_MAX_RANK`.
+  uint32_t rank;
+  // Axis lengths, outermost first (row-major); entries from `rank` on are 0.
+  uint64_t dims[ACCY_MAX_RANK];
+  // The exact length in bytes the buffer must have.
+  size_t byte_size;
+  // The alignment in bytes the buffer's address must have (the element's own: memory from
+  // `malloc` always qualifies).
+  size_t alignment;
+} accy_descriptor;
+
+// One named weight for `accy_weights_create`: a NUL-terminated UTF-8 name as the program's
+// `weight` parameter spells it, and its bytes (little-endian elements, row-major).
+typedef struct accy_weight {
+  // The weight's name; not NULL.
+  const char *name;
+  // Its bytes; NULL only when `byte_size` is 0.
+  const void *data;
+  // The number of bytes at `data`.
+  size_t byte_size;
+} accy_weight;
 
 // IEEE 754 binary32, 4 bytes.
 #define ACCY_DTYPE_F32 1
@@ -281,6 +301,133 @@ accy_status accy_program_invoke(const struct accy_session *session,
                                 size_t input_count,
                                 const struct accy_buffer *outputs,
                                 size_t output_count);
+
+// Creates a model from a program given as wire bytes and its weights, in a context of its
+// own set up by `options` (NULL for the defaults; as for `accy_session_create`). The program
+// is compiled and the weights' packed forms computed, once. The bytes may be freed once this
+// returns, and so may `weights` (the model keeps what it needs, stored once). `*model`
+// receives the model (NULL on failure).
+//
+// Fails with `ACCY_STATUS_INVALID_PROGRAM`, `ACCY_STATUS_UNSUPPORTED_VERSION`,
+// `ACCY_STATUS_INVALID_BUFFER` (a missing or wrongly sized weight, a bad `options`, NULL
+// bytes with a nonzero length, a NULL `model`), `ACCY_STATUS_COMPILE_FAILED` or
+// `ACCY_STATUS_OUT_OF_MEMORY`.
+//
+// # Safety
+// `options` is NULL or points to `options->size` readable bytes; `bytes` is NULL (then
+// `length` is 0) or points to `length` readable bytes; `weights` is NULL or a live set;
+// `model` is NULL or writable.
+accy_status accy_model_create(const struct accy_session_options *options,
+                              const uint8_t *bytes,
+                              size_t length,
+                              const struct accy_weights *weights,
+                              struct accy_model **model);
+
+// Frees a model. Plans prepared from it keep working (they share what they need). NULL is
+// accepted and does nothing. Returns `ACCY_STATUS_OK`.
+//
+// # Safety
+// `model` is NULL or came from `accy_model_create` and has not been destroyed; no call
+// using it is running.
+accy_status accy_model_destroy(struct accy_model *model);
+
+// The physical bytes of the model's weights and their packed forms, counted once however
+// many plans and slots share them. `*bytes` is cleared to 0 on entry.
+//
+// # Safety
+// `model` is NULL or live; `bytes` is NULL or writable.
+accy_status accy_model_weight_bytes(const struct accy_model *model,
+                                    uint64_t *bytes);
+
+// Prepares a plan of the model with `capacity` inference slots (at least 1) for `variant`,
+// given as wire bytes: another shape of the same network (batch 1, 8, 37, …: as many inputs
+// and outputs with the same dtypes, and the same weights). NULL bytes with length 0 stand for
+// the model's own program, which is not compiled again. A variant is compiled now and shares
+// the model's weights and their packed forms. `*prepared` receives the plan (NULL on
+// failure), which the caller frees with `accy_prepared_destroy`.
+//
+// Fails with `ACCY_STATUS_INVALID_PROGRAM`, `ACCY_STATUS_UNSUPPORTED_VERSION`,
+// `ACCY_STATUS_INVALID_MODEL` (a variant that is not a shape of this network, a capacity of
+// 0), `ACCY_STATUS_INVALID_HANDLE` (a NULL model), `ACCY_STATUS_INVALID_BUFFER` (a NULL
+// `prepared`, NULL bytes with a nonzero length), `ACCY_STATUS_COMPILE_FAILED` or
+// `ACCY_STATUS_OUT_OF_MEMORY`.
+//
+// # Safety
+// `model` is NULL or live; `variant` is NULL (then `length` is 0) or points to `length`
+// readable bytes; `prepared` is NULL or writable.
+accy_status accy_model_prepare(const struct accy_model *model,
+                               const uint8_t *variant,
+                               size_t length,
+                               size_t capacity,
+                               struct accy_prepared **prepared);
+
+// Frees a plan. NULL is accepted and does nothing. Returns `ACCY_STATUS_OK`.
+//
+// # Safety
+// `prepared` is NULL or came from `accy_model_prepare` and has not been destroyed; no call
+// using it is running.
+accy_status accy_prepared_destroy(struct accy_prepared *prepared);
+
+// How many buffers `accy_prepared_run` takes (`*inputs`, `*outputs`), and how many
+// inference slots the plan has (`*capacity`). Any out-parameter may be NULL when not
+// wanted; each is cleared to 0 on entry.
+//
+// # Safety
+// `prepared` is NULL or live; `inputs`, `outputs` and `capacity` are NULL or writable.
+accy_status accy_prepared_info(const struct accy_prepared *prepared,
+                               size_t *inputs,
+                               size_t *outputs,
+                               size_t *capacity);
+
+// Describes input `index` of the plan (in the order `accy_prepared_run` takes inputs) into
+// `*descriptor`, whose `size` the caller has set; as `accy_program_input`. Plan buffers are
+// copied, so any address will do: `alignment` is informational.
+//
+// # Safety
+// `prepared` is NULL or live; `descriptor` is NULL or points to `descriptor->size` writable
+// bytes.
+accy_status accy_prepared_input(const struct accy_prepared *prepared,
+                                size_t index,
+                                struct accy_descriptor *descriptor);
+
+// Describes output `index` of the plan; otherwise as `accy_prepared_input`.
+//
+// # Safety
+// As `accy_prepared_input`.
+accy_status accy_prepared_output(const struct accy_prepared *prepared,
+                                 size_t index,
+                                 struct accy_descriptor *descriptor);
+
+// Runs one inference: takes a free inference slot (waiting, first come first served, while
+// all are busy), copies `inputs` into it, runs the plan and copies the outputs into
+// `outputs`. Each buffer must have exactly its descriptor's `byte_size` (any address: the
+// bytes are copied), and no output may share a byte with another buffer. Allocates nothing.
+// On failure the outputs' contents are unspecified.
+//
+// Fails with `ACCY_STATUS_INVALID_BUFFER` (a wrong count or size, an overlap, a NULL pointer
+// with a nonzero length), `ACCY_STATUS_INVALID_HANDLE` (a NULL plan) or
+// `ACCY_STATUS_LAUNCH_FAILED`.
+//
+// # Safety
+// `prepared` is NULL or live; `inputs` is NULL (then `input_count` is 0) or points to
+// `input_count` buffers, likewise `outputs`; each buffer's `data` holds `byte_size` readable
+// (inputs) or writable (outputs) bytes that no other thread writes during the call.
+accy_status accy_prepared_run(const struct accy_prepared *prepared,
+                              const struct accy_const_buffer *inputs,
+                              size_t input_count,
+                              const struct accy_buffer *outputs,
+                              size_t output_count);
+
+// `accy_prepared_run` if a slot is free and nobody is waiting for one; otherwise
+// `ACCY_STATUS_BUSY` at once, without waiting.
+//
+// # Safety
+// As `accy_prepared_run`.
+accy_status accy_prepared_try_run(const struct accy_prepared *prepared,
+                                  const struct accy_const_buffer *inputs,
+                                  size_t input_count,
+                                  const struct accy_buffer *outputs,
+                                  size_t output_count);
 
 // Copies `count` named weights into a new set for `accy_program_compile`. The caller's
 // memory may be freed once this returns. `*weights` receives the set (NULL on failure), which

@@ -3,7 +3,9 @@
 use std::ffi::{c_char, CStr};
 use std::fmt::Display;
 
-use crate::status::Failure;
+use accy_session::Status;
+
+use crate::status::{guard, AccyStatus, Failure};
 
 /// The slice a C caller passes as a pointer and a count of `T`s: NULL with count 0 is the empty
 /// slice; NULL with a nonzero count, a misaligned pointer, or more bytes than an allocation can
@@ -114,6 +116,33 @@ pub(crate) unsafe fn free<T>(object: *mut T) {
         // SAFETY: the caller promises it came from `Box::into_raw` in `create` and that
         // nothing else uses it now.
         drop(unsafe { Box::from_raw(object) });
+    }
+}
+
+/// The whole of every destroy function: [`free`] behind the panic guard, then
+/// `ACCY_STATUS_OK`.
+///
+/// # Safety
+/// As [`free`].
+pub(crate) unsafe fn destroy<T>(object: *mut T) -> AccyStatus {
+    guard(Status::LaunchFailed, || {
+        // SAFETY: the caller keeps `free`'s contract.
+        unsafe { free(object) };
+        Ok(())
+    })
+}
+
+/// Writes each value to its out-parameter, skipping the NULL ones (those the caller did not
+/// want).
+///
+/// # Safety
+/// Each pointer is NULL or valid and aligned for writing a `T`.
+pub(crate) unsafe fn write_optional<T: Copy>(outs: &[(*mut T, T)]) {
+    for &(out, value) in outs {
+        if !out.is_null() {
+            // SAFETY: non-null, and the caller promises it is writable.
+            unsafe { out.write(value) };
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use accy_session::{Scratch, Status};
 use smallvec::SmallVec;
 
-use crate::args::{create, free, slice, slice_mut};
+use crate::args::{create, destroy, slice, slice_mut};
 use crate::program::AccyProgram;
 use crate::session::{session_ref, AccySession};
 use crate::status::{guard, AccyStatus, Failure};
@@ -43,12 +43,8 @@ pub unsafe extern "C" fn accy_scratch_create(scratch: *mut *mut AccyScratch) -> 
 /// using it is running.
 #[no_mangle]
 pub unsafe extern "C" fn accy_scratch_destroy(scratch: *mut AccyScratch) -> AccyStatus {
-    guard(Status::LaunchFailed, || {
-        // SAFETY: the caller promises it came from `accy_scratch_create`, is destroyed once
-        // and is not in use.
-        unsafe { free(scratch) };
-        Ok(())
-    })
+    // SAFETY: the caller's promises are `destroy`'s.
+    unsafe { destroy(scratch) }
 }
 
 /// An input buffer: `byte_size` bytes at `data`, only read. `data` may be NULL when
@@ -133,41 +129,9 @@ pub unsafe extern "C" fn accy_program_invoke(
         // SAFETY: the caller promises a non-null `scratch` is live and used by no other call.
         let scratch =
             unsafe { scratch.as_mut() }.ok_or_else(|| Failure::argument("scratch is NULL"))?;
-        // SAFETY: the caller promises `input_count` buffers at a non-null `inputs`.
-        let inputs = unsafe { slice(inputs, input_count, "inputs") }?;
-        // SAFETY: likewise for `outputs`.
-        let outputs = unsafe { slice(outputs, output_count, "outputs") }?;
-        if let Some(what) = overlap(inputs, outputs) {
-            return Err(Failure::argument(what));
-        }
-        // Inline capacity covers typical programs, so a warm invoke allocates nothing.
-        let mut input_bytes: SmallVec<[&[u8]; 8]> = SmallVec::with_capacity(inputs.len());
-        for (i, b) in inputs.iter().enumerate() {
-            // SAFETY: the caller promises `byte_size` readable bytes at `data`, unwritten
-            // during the call.
-            let bytes = unsafe {
-                slice(
-                    b.data.cast::<u8>(),
-                    b.byte_size,
-                    format_args!("inputs[{i}].data"),
-                )
-            }?;
-            input_bytes.push(bytes);
-        }
-        let mut output_bytes: SmallVec<[&mut [u8]; 8]> = SmallVec::with_capacity(outputs.len());
-        for (i, b) in outputs.iter().enumerate() {
-            // SAFETY: the caller promises `byte_size` writable bytes at `data`, used by no
-            // other thread; no output shares a byte with another buffer (checked above), so
-            // this `&mut` is the only reference to them.
-            let bytes = unsafe {
-                slice_mut(
-                    b.data.cast::<u8>(),
-                    b.byte_size,
-                    format_args!("outputs[{i}].data"),
-                )
-            }?;
-            output_bytes.push(bytes);
-        }
+        // SAFETY: the caller's promises for the buffers are `byte_views`'.
+        let (input_bytes, mut output_bytes) =
+            unsafe { byte_views(inputs, input_count, outputs, output_count) }?;
         s.session.invoke(
             handle,
             &mut scratch.scratch,
@@ -176,6 +140,63 @@ pub unsafe extern "C" fn accy_program_invoke(
         )?;
         Ok(())
     })
+}
+
+/// Byte slices inline up to this many buffers per direction, so a warm call allocates nothing.
+pub(crate) type Views<T> = SmallVec<[T; 8]>;
+
+/// A call's inputs and outputs as byte slices.
+pub(crate) type ByteViews<'a> = (Views<&'a [u8]>, Views<&'a mut [u8]>);
+
+/// The caller's input and output buffers as byte slices, after the ABI's checks: NULL only
+/// with a zero count or length, and no output sharing a byte with another buffer (checked on
+/// addresses before any slice exists, since overlapping `&mut` slices may not be formed).
+///
+/// # Safety
+/// `inputs` is NULL (then `input_count` is 0) or points to `input_count` buffers, likewise
+/// `outputs`; each buffer's `data` holds `byte_size` readable (inputs) or writable (outputs)
+/// bytes that no other thread writes while `'a` lasts.
+pub(crate) unsafe fn byte_views<'a>(
+    inputs: *const AccyConstBuffer,
+    input_count: usize,
+    outputs: *const AccyBuffer,
+    output_count: usize,
+) -> Result<ByteViews<'a>, Failure> {
+    // SAFETY: the caller promises `input_count` buffers at a non-null `inputs`.
+    let inputs = unsafe { slice(inputs, input_count, "inputs") }?;
+    // SAFETY: likewise for `outputs`.
+    let outputs = unsafe { slice(outputs, output_count, "outputs") }?;
+    if let Some(what) = overlap(inputs, outputs) {
+        return Err(Failure::argument(what));
+    }
+    let mut input_bytes: Views<&[u8]> = SmallVec::with_capacity(inputs.len());
+    for (i, b) in inputs.iter().enumerate() {
+        // SAFETY: the caller promises `byte_size` readable bytes at `data`, unwritten while
+        // `'a` lasts.
+        let bytes = unsafe {
+            slice(
+                b.data.cast::<u8>(),
+                b.byte_size,
+                format_args!("inputs[{i}].data"),
+            )
+        }?;
+        input_bytes.push(bytes);
+    }
+    let mut output_bytes: Views<&mut [u8]> = SmallVec::with_capacity(outputs.len());
+    for (i, b) in outputs.iter().enumerate() {
+        // SAFETY: the caller promises `byte_size` writable bytes at `data`, used by no other
+        // thread; no output shares a byte with another buffer (checked above), so this `&mut`
+        // is the only reference to them.
+        let bytes = unsafe {
+            slice_mut(
+                b.data.cast::<u8>(),
+                b.byte_size,
+                format_args!("outputs[{i}].data"),
+            )
+        }?;
+        output_bytes.push(bytes);
+    }
+    Ok((input_bytes, output_bytes))
 }
 
 #[cfg(test)]

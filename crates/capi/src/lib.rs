@@ -16,12 +16,16 @@
 //!   `ACCY_STATUS_LAUNCH_FAILED` from the others).
 //! - Sessions, weight sets and scratch are opaque pointers the caller creates and destroys;
 //!   programs are generation-checked values ([`AccyProgram`]) that go dead on release.
+//! - Models ([`AccyModel`]) share one set of weights among plans for several shapes
+//!   ([`AccyPrepared`]), each running up to its capacity of inferences at once.
 
 #![deny(missing_docs)]
 
-// In this order in the header: status codes and messages, sessions, programs, invoking.
+// In this order in the header: status codes and messages, sessions, programs, invoking,
+// models.
 mod args;
 mod invoke;
+mod model;
 mod program;
 mod session;
 mod status;
@@ -29,6 +33,11 @@ mod status;
 pub use invoke::{
     accy_program_invoke, accy_scratch_create, accy_scratch_destroy, AccyBuffer, AccyConstBuffer,
     AccyScratch,
+};
+pub use model::{
+    accy_model_create, accy_model_destroy, accy_model_prepare, accy_model_weight_bytes,
+    accy_prepared_destroy, accy_prepared_info, accy_prepared_input, accy_prepared_output,
+    accy_prepared_run, accy_prepared_try_run, AccyModel, AccyPrepared,
 };
 pub use program::{
     accy_program_compile, accy_program_input, accy_program_io_count, accy_program_load_artifact,

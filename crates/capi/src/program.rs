@@ -6,7 +6,7 @@ use accy_session::{
     DType, Descriptor, Error, Handle, Session, Status, WeightError, Weights, MAX_PROGRAMS,
 };
 
-use crate::args::{c_str, clear, create, free, required, slice};
+use crate::args::{c_str, clear, create, destroy, required, slice, write_optional};
 use crate::session::{session_ref, AccySession};
 use crate::status::{guard, AccyStatus, Failure};
 
@@ -78,7 +78,7 @@ pub struct AccyWeight {
 /// number of programs, compiled on any threads, may bind the same set, and it is stored once.
 #[derive(Debug)]
 pub struct AccyWeights {
-    weights: Weights,
+    pub(crate) weights: Weights,
 }
 
 /// The failure for a weight set that could not be built.
@@ -153,12 +153,8 @@ unsafe fn weight_set(entries: *const AccyWeight, count: usize) -> Result<AccyWei
 /// using it is running.
 #[no_mangle]
 pub unsafe extern "C" fn accy_weights_destroy(weights: *mut AccyWeights) -> AccyStatus {
-    guard(Status::LaunchFailed, || {
-        // SAFETY: the caller promises it came from `accy_weights_create`, is destroyed once
-        // and is not in use.
-        unsafe { free(weights) };
-        Ok(())
-    })
+    // SAFETY: the caller's promises are `destroy`'s.
+    unsafe { destroy(weights) }
 }
 
 /// Compiles a program given as wire bytes (`docs/wire-format.md`) for this CPU and loads it
@@ -321,13 +317,12 @@ pub unsafe extern "C" fn accy_program_io_count(
         // SAFETY: the caller promises `session` is NULL or live.
         let s = unsafe { session_ref(session) }?;
         let h = program.handle(s)?;
-        let counts = (s.session.inputs(h)?.len(), s.session.outputs(h)?.len());
-        for (out, n) in [(inputs, counts.0), (outputs, counts.1)] {
-            if !out.is_null() {
-                // SAFETY: non-null, and the caller promises it is writable.
-                unsafe { out.write(n) };
-            }
-        }
+        let counts = [
+            (inputs, s.session.inputs(h)?.len()),
+            (outputs, s.session.outputs(h)?.len()),
+        ];
+        // SAFETY: the caller promises each is NULL or writable.
+        unsafe { write_optional(&counts) };
         Ok(())
     })
 }
@@ -388,12 +383,12 @@ pub struct AccyDescriptor {
 
 /// Which list a descriptor comes from.
 #[derive(Clone, Copy)]
-enum Io {
+pub(crate) enum Io {
     Input,
     Output,
 }
 
-/// Fills `*out` with the descriptor of input or output `index`.
+/// Fills `*out` with the descriptor of input or output `index` of a program.
 ///
 /// # Safety
 /// `session` is NULL or live; `out` is NULL or points to `out->size` writable bytes.
@@ -403,6 +398,31 @@ unsafe fn describe(
     io: Io,
     index: usize,
     out: *mut AccyDescriptor,
+) -> Result<(), Failure> {
+    // SAFETY: the caller promises `session` is NULL or live, and `out` as `fill_descriptor`
+    // asks.
+    unsafe {
+        fill_descriptor(out, io, index, || {
+            let s = session_ref(session)?;
+            let h = program.handle(s)?;
+            Ok(match io {
+                Io::Input => s.session.inputs(h)?,
+                Io::Output => s.session.outputs(h)?,
+            })
+        })
+    }
+}
+
+/// Fills `*out` with descriptor `index` of the `io` list `list` gives: first checks `out`
+/// and zeroes every field after `size`, so a failure (of `list` too) leaves it zeroed.
+///
+/// # Safety
+/// `out` is NULL or points to `out->size` writable bytes.
+pub(crate) unsafe fn fill_descriptor(
+    out: *mut AccyDescriptor,
+    io: Io,
+    index: usize,
+    list: impl FnOnce() -> Result<Vec<Descriptor>, Failure>,
 ) -> Result<(), Failure> {
     required(out, "descriptor")?;
     // SAFETY: non-null; the caller promises `out->size` writable bytes, and `size` is the
@@ -424,16 +444,14 @@ unsafe fn describe(
     };
     // SAFETY: `known <= size` bytes are writable; write_unaligned asks nothing of alignment.
     unsafe { out.write_unaligned(empty) };
-    // SAFETY: the caller promises `session` is NULL or live.
-    let s = unsafe { session_ref(session) }?;
-    let h = program.handle(s)?;
-    let (what, list) = match io {
-        Io::Input => ("input", s.session.inputs(h)?),
-        Io::Output => ("output", s.session.outputs(h)?),
+    let list = list()?;
+    let what = match io {
+        Io::Input => "input",
+        Io::Output => "output",
     };
     let d: &Descriptor = list.get(index).ok_or_else(|| {
         Failure::argument(format_args!(
-            "{what} {index} does not exist: the program has {} {what}s",
+            "{what} {index} does not exist: there are {} {what}s",
             list.len()
         ))
     })?;

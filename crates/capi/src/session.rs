@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use accy_session::{Session, SessionOptions, Status};
 
-use crate::args::{c_str, clear, create, free};
+use crate::args::{c_str, clear, create, destroy};
 use crate::status::{guard, AccyStatus, Failure};
 
 /// How a session is set up. Zero means "the default" in every field, so a caller fills it
@@ -71,7 +71,9 @@ const MAX_THREADS: usize = 4096;
 ///
 /// # Safety
 /// If `options` is not NULL it must point to `options->size` readable bytes.
-unsafe fn read_options(options: *const AccySessionOptions) -> Result<SessionOptions, Failure> {
+pub(crate) unsafe fn read_options(
+    options: *const AccySessionOptions,
+) -> Result<SessionOptions, Failure> {
     if options.is_null() {
         return to_session_options(&AccySessionOptions::DEFAULT);
     }
@@ -170,12 +172,8 @@ pub unsafe extern "C" fn accy_session_create(
 /// call on it is running or will be made (every program handle of it is dead afterwards).
 #[no_mangle]
 pub unsafe extern "C" fn accy_session_destroy(session: *mut AccySession) -> AccyStatus {
-    guard(Status::LaunchFailed, || {
-        // SAFETY: the caller promises it came from `accy_session_create`, is destroyed once,
-        // and is used by nobody else now.
-        unsafe { free(session) };
-        Ok(())
-    })
+    // SAFETY: the caller's promises are `destroy`'s.
+    unsafe { destroy(session) }
 }
 
 /// The session a C caller passes, or an invalid-handle failure for NULL.

@@ -113,6 +113,9 @@ fn write_inputs(dir: &Path) -> (Vec<u8>, Vec<u8>) {
     let refs: Vec<(&str, &[u8])> = named.iter().map(|(n, w)| (*n, w.as_slice())).collect();
     let weights = Weights::new(&refs).unwrap();
     std::fs::write(dir.join("mlp.accyb"), &mlp).unwrap();
+    let batch3 = text.replace("[1,", "[3,");
+    let mlp_b3 = accy_wire::encode(&accy_ir::text::parse(&batch3).unwrap());
+    std::fs::write(dir.join("mlp_b3.accyb"), mlp_b3).unwrap();
     std::fs::write(dir.join("x.bin"), bytes_of(&x)).unwrap();
     std::fs::write(dir.join("neg.accyb"), neg_program()).unwrap();
     let huge = huge_program();
@@ -227,7 +230,7 @@ fn run(exe: &Path, dir: &Path, env: &[(&str, &str)], limit: Duration) -> (bool, 
 
 /// Runs the C test binary and checks its outputs against the Rust results.
 fn run_and_compare(exe: &Path, dir: &Path, env: &[(&str, &str)], expect: &(Vec<u8>, Vec<u8>)) {
-    for out in ["out_exact.bin", "out_default.bin"] {
+    for out in ["out_exact.bin", "out_default.bin", "out_model.bin"] {
         let _ = std::fs::remove_file(dir.join(out));
     }
     let (ok, report) = run(exe, dir, env, Duration::from_secs(300));
@@ -248,6 +251,11 @@ fn run_and_compare(exe: &Path, dir: &Path, env: &[(&str, &str)], expect: &(Vec<u
         read("out_default.bin"),
         expect.1,
         "default session: C and Rust differ"
+    );
+    assert_eq!(
+        read("out_model.bin"),
+        expect.0,
+        "exact-mode model: C and the Rust session differ"
     );
 }
 

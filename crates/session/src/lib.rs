@@ -52,3 +52,12 @@ pub use model::{
     ModelRecorder, PreparedModel, Region,
 };
 pub use session::{Session, SessionOptions, MAX_PROGRAMS};
+
+/// Decodes a program from wire bytes (`docs/wire-format.md`) without compiling it, for the
+/// calls that take a [`Program`] ([`Model::new`], [`Model::prepare`]) when what a host has is
+/// bytes (the C ABI). Malformed bytes are [`Error::InvalidProgram`] and a newer format
+/// [`Error::UnsupportedVersion`], as [`Session::compile`] reports them; the program is
+/// verified when it is compiled.
+pub fn decode_program(bytes: &[u8]) -> Result<Program, Error> {
+    accy_wire::decode(bytes).map_err(|e| mapping::Inner::Decode(e).into_error())
+}

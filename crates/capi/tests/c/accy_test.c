@@ -5,9 +5,10 @@
  *
  * DIR holds what the Rust test wrote: mlp.accyb (examples/mlp.accy as wire bytes), its input
  * x.bin and weights <name>.bin (raw little-endian f32), neg.accyb (a 4-element negation) and
- * huge.accyb (a program whose scratch cannot fit in the address space). This program runs
- * the MLP in an exact and a default session and writes the outputs to out_exact.bin and
- * out_default.bin for the Rust test to compare; on the way it provokes every status code 1-8
+ * huge.accyb (a program whose scratch cannot fit in the address space) and mlp_b3.accyb (the
+ * MLP for a batch of 3). This program runs the MLP in an exact and a default session and as
+ * an exact-mode model, and writes the outputs to out_exact.bin, out_default.bin and
+ * out_model.bin for the Rust test to compare; on the way it provokes every status code 1-8
  * and checks each, and checks the ABI's rules (NULL with length 0, cleared out-parameters,
  * struct sizes, per-thread messages). It prints a summary and exits 0 only if every check
  * passed and every status code was seen.
@@ -361,6 +362,87 @@ static void test_threads(accy_session *session) {
 }
 
 /* A panic inside the library comes back as a status. Status 8. */
+/* Models: one set of weights, plans for the model's own batch of 1 and a batch-3 variant, in
+ * exact mode, so every row of the batch-3 result equals the batch-1 result bit for bit. The
+ * batch-1 output goes to out_model.bin for the Rust test. Status 9 on the way. */
+static void test_models(const accy_weights *weights) {
+    size_t length, b3_length, neg_length, x_length;
+    uint8_t *bytes = read_file("mlp.accyb", &length);
+    uint8_t *b3 = read_file("mlp_b3.accyb", &b3_length);
+    uint8_t *neg = read_file("neg.accyb", &neg_length);
+    float *x = read_file("x.bin", &x_length);
+    accy_session_options options = {.size = sizeof options};
+    options.threads = 1;
+    options.exact = 1;
+
+    accy_model *model = (accy_model *)&options; /* must be cleared on entry */
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_model_create(&options, bytes, length, NULL, &model));
+    CHECK(model == NULL, "a failed accy_model_create left its out-parameter set");
+    EXPECT(ACCY_STATUS_INVALID_PROGRAM,
+           accy_model_create(&options, (const uint8_t *)"junk", 4, weights, &model));
+    EXPECT(ACCY_STATUS_OK, accy_model_create(&options, bytes, length, weights, &model));
+    uint64_t weight_bytes = 0;
+    EXPECT(ACCY_STATUS_OK, accy_model_weight_bytes(model, &weight_bytes));
+    uint64_t raw = (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) * 4;
+    CHECK(weight_bytes >= raw, "weight bytes %llu < %llu", (unsigned long long)weight_bytes,
+          (unsigned long long)raw);
+
+    accy_prepared *one = NULL, *three = NULL, *bad = (accy_prepared *)&options;
+    EXPECT(ACCY_STATUS_INVALID_MODEL, accy_model_prepare(model, NULL, 0, 0, &bad));
+    CHECK(bad == NULL, "a failed accy_model_prepare left its out-parameter set");
+    /* Not a shape of this network: one input but no weights, another output type. */
+    EXPECT(ACCY_STATUS_INVALID_MODEL, accy_model_prepare(model, neg, neg_length, 1, &bad));
+    EXPECT(ACCY_STATUS_INVALID_HANDLE, accy_model_prepare(NULL, NULL, 0, 1, &bad));
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_model_prepare(model, NULL, 5, 1, &bad));
+    EXPECT(ACCY_STATUS_OK, accy_model_prepare(model, NULL, 0, 2, &one));
+    EXPECT(ACCY_STATUS_OK, accy_model_prepare(model, b3, b3_length, 1, &three));
+    /* Plans keep what they share: the model may go first. */
+    EXPECT(ACCY_STATUS_OK, accy_model_destroy(model));
+
+    size_t inputs = 9, outputs = 9, capacity = 9;
+    EXPECT(ACCY_STATUS_OK, accy_prepared_info(three, &inputs, &outputs, &capacity));
+    CHECK(inputs == 1 && outputs == 1 && capacity == 1, "plan info %zu %zu %zu", inputs, outputs,
+          capacity);
+    EXPECT(ACCY_STATUS_OK, accy_prepared_info(one, NULL, NULL, &capacity));
+    CHECK(capacity == 2, "capacity %zu", capacity);
+    accy_descriptor d = {.size = sizeof d};
+    EXPECT(ACCY_STATUS_OK, accy_prepared_input(three, 0, &d));
+    CHECK(d.rank == 2 && d.dims[0] == 3 && d.dims[1] == 784 && d.byte_size == 3 * 784 * 4,
+          "batch-3 input descriptor: rank %u dims %llu x %llu, %zu bytes", d.rank,
+          (unsigned long long)d.dims[0], (unsigned long long)d.dims[1], d.byte_size);
+    EXPECT(ACCY_STATUS_OK, accy_prepared_output(three, 0, &d));
+    CHECK(d.byte_size == 3 * 10 * 4, "batch-3 output of %zu bytes", d.byte_size);
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_prepared_output(three, 1, &d));
+    CHECK(d.byte_size == 0, "failed describe not cleared");
+    EXPECT(ACCY_STATUS_INVALID_HANDLE, accy_prepared_input(NULL, 0, &d));
+
+    float y1[10], y3[30];
+    accy_const_buffer in1 = {x, x_length};
+    accy_buffer out1 = {y1, sizeof y1};
+    EXPECT(ACCY_STATUS_OK, accy_prepared_run(one, &in1, 1, &out1, 1));
+    float *x3 = malloc(3 * x_length);
+    for (int r = 0; r < 3; r++) memcpy((char *)x3 + r * x_length, x, x_length);
+    accy_const_buffer in3 = {x3, 3 * x_length};
+    accy_buffer out3 = {y3, sizeof y3};
+    EXPECT(ACCY_STATUS_OK, accy_prepared_try_run(three, &in3, 1, &out3, 1));
+    for (int r = 0; r < 3; r++)
+        CHECK(memcmp(y3 + 10 * r, y1, sizeof y1) == 0, "batch-3 row %d differs from batch 1", r);
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_prepared_run(three, &in1, 1, &out3, 1));
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_prepared_run(one, &in1, 1, NULL, 1));
+    accy_buffer onto_input = {x, sizeof y1};
+    EXPECT(ACCY_STATUS_INVALID_BUFFER, accy_prepared_run(one, &in1, 1, &onto_input, 1));
+    write_file("out_model.bin", y1, sizeof y1);
+
+    EXPECT(ACCY_STATUS_OK, accy_prepared_destroy(one));
+    EXPECT(ACCY_STATUS_OK, accy_prepared_destroy(three));
+    EXPECT(ACCY_STATUS_OK, accy_prepared_destroy(NULL));
+    free(x3);
+    free(x);
+    free(neg);
+    free(b3);
+    free(bytes);
+}
+
 static void test_panic(accy_session *session, accy_program program) {
     EXPECT(ACCY_STATUS_LAUNCH_FAILED, accy_test_panic("provoked by accy_test.c"));
     const char *message = accy_last_error_message();
@@ -389,6 +471,7 @@ int main(int argc, char **argv) {
     accy_session *fast = create(2, 0);
     accy_program exact_mlp = compile_mlp(exact, weights);
     accy_program fast_mlp = compile_mlp(fast, weights);
+    test_models(weights);
     /* Programs keep their weights: the set may go now. */
     EXPECT(ACCY_STATUS_OK, accy_weights_destroy(weights));
     test_descriptors(exact, exact_mlp);
