@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use accy_artifact::{Artifact, DerivedSource, SlotId, SlotRole};
+use accy_artifact::{DerivedSource, LaunchPlan, SlotId, SlotRole};
 
 use crate::aligned::AlignedBytes;
 use crate::binding::region_ptr;
@@ -22,15 +22,15 @@ use crate::pool::Inline;
 use crate::run::{execute, Workers};
 use crate::steps::Steps;
 
-/// The blocks of `artifact`'s derived slots, in slot order, for `loaded` (which is `artifact`
-/// loaded, with its weights bound and no derived blocks yet).
+/// The blocks of the derived slots of `loaded` (an artifact loaded with its weights bound and
+/// no derived blocks yet), in slot order, written by the artifact's `setup` commands.
 pub(crate) fn compute(
     loaded: &LoadedArtifact,
-    artifact: &Artifact,
+    setup: &LaunchPlan,
 ) -> Result<Vec<Arc<FrozenPages>>, LoadError> {
     let mut blocks = Vec::new();
-    for (slot, source, layout) in artifact.plan.derived_slots() {
-        let make = || derive(loaded, artifact, slot);
+    for (slot, source, layout) in loaded.plan().derived_slots() {
+        let make = || derive(loaded, setup, slot);
         let block = match source {
             DerivedSource::Weight(name) => loaded.weights().derived(name, layout, make)?,
             DerivedSource::Constant(_) => Arc::new(make()?),
@@ -44,11 +44,11 @@ pub(crate) fn compute(
 /// block read-only.
 fn derive(
     loaded: &LoadedArtifact,
-    artifact: &Artifact,
+    setup: &LaunchPlan,
     slot: SlotId,
 ) -> Result<FrozenPages, LoadError> {
-    let info = artifact
-        .plan
+    let info = loaded
+        .plan()
         .slot(slot)
         .filter(|s| matches!(s.role, SlotRole::Derived { .. }))
         .ok_or(LoadError::NotDerived { slot })?;
@@ -70,12 +70,12 @@ fn derive(
     let mut block = Pages::new(bytes).map_err(pages_out_of_memory)?;
 
     let mut steps = Steps::default();
-    for command in &artifact.setup.commands {
+    for command in &setup.commands {
         if command
             .accesses()
             .any(|(_, r, a)| a.writes() && r.slot == slot)
         {
-            steps.push(command, &artifact.kernels)?;
+            steps.push(command, loaded.kernels())?;
         }
     }
     // Validation proved these commands touch only `slot` and its source: every other base may

@@ -23,6 +23,7 @@ use accy_artifact::{
     SlotId, SlotRole, TargetSpec, Validated,
 };
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::aligned::AlignedBytes;
@@ -275,7 +276,23 @@ impl LoadedArtifact {
         let summary = artifact.validate()?;
         // SAFETY: the caller keeps this function's contract, which is the callee's; the
         // summary was just computed from `artifact`.
-        unsafe { Self::load_summarized(artifact, summary, cpu, weights) }
+        unsafe { Self::load_summarized(Cow::Borrowed(artifact), summary, cpu, weights) }
+    }
+
+    /// [`LoadedArtifact::load_with_weights`] of an artifact the caller gives away: its plans
+    /// and kernel table move into the loaded artifact instead of being copied.
+    ///
+    /// # Safety
+    ///
+    /// As for [`LoadedArtifact::load_with_weights`].
+    pub unsafe fn load_owned_with_weights(
+        artifact: Artifact,
+        cpu: &CpuInfo,
+        weights: &Weights,
+    ) -> Result<LoadedArtifact, LoadError> {
+        let summary = artifact.validate()?;
+        // SAFETY: as in `load_with_weights`.
+        unsafe { Self::load_summarized(Cow::Owned(artifact), summary, cpu, weights) }
     }
 
     /// [`LoadedArtifact::load_with_weights`] for an artifact validated already (as
@@ -285,20 +302,14 @@ impl LoadedArtifact {
     ///
     /// As for [`LoadedArtifact::load_with_weights`].
     pub unsafe fn load_validated(
-        validated: &Validated,
+        validated: Validated,
         cpu: &CpuInfo,
         weights: &Weights,
     ) -> Result<LoadedArtifact, LoadError> {
+        let (artifact, summary) = validated.into_parts();
         // SAFETY: the caller keeps this function's contract, which is the callee's; a
         // `Validated`'s summary is validation's result for its artifact.
-        unsafe {
-            Self::load_summarized(
-                validated.artifact(),
-                validated.summary().clone(),
-                cpu,
-                weights,
-            )
-        }
+        unsafe { Self::load_summarized(Cow::Owned(artifact), summary, cpu, weights) }
     }
 
     /// Loads `artifact`, whose validation gave `summary`.
@@ -308,7 +319,7 @@ impl LoadedArtifact {
     /// As for [`LoadedArtifact::load_with_weights`], and `summary` is what
     /// `artifact.validate()` returned.
     unsafe fn load_summarized(
-        artifact: &Artifact,
+        artifact: Cow<'_, Artifact>,
         summary: PlanSummary,
         cpu: &CpuInfo,
         weights: &Weights,
@@ -389,14 +400,14 @@ impl LoadedArtifact {
             .map_err(|_| scratch_too_large())?
             .max(cpu.preferred_buffer_alignment())
             .max(1);
-        let mut loaded = LoadedArtifact {
+        let assemble = |kernels, plan, launch| LoadedArtifact {
             target,
             code,
-            kernels: artifact.kernels.clone(),
+            kernels,
             constants,
             weights: weights.clone(),
-            plan: artifact.plan.clone(),
-            launch: artifact.launch.clone(),
+            plan,
+            launch,
             summary,
             scratch_size,
             scratch_alignment,
@@ -405,7 +416,32 @@ impl LoadedArtifact {
             derived: Vec::new(),
             steps,
         };
-        loaded.derived = derive::compute(&loaded, artifact)?;
+        // An artifact given away is taken apart (no copies: this is most of a load's
+        // allocations); a borrowed one is copied from.
+        let (mut loaded, derived) = match artifact {
+            Cow::Owned(artifact) => {
+                let Artifact {
+                    kernels,
+                    plan,
+                    launch,
+                    setup,
+                    ..
+                } = artifact;
+                let loaded = assemble(kernels, plan, launch);
+                let derived = derive::compute(&loaded, &setup)?;
+                (loaded, derived)
+            }
+            Cow::Borrowed(artifact) => {
+                let loaded = assemble(
+                    artifact.kernels.clone(),
+                    artifact.plan.clone(),
+                    artifact.launch.clone(),
+                );
+                let derived = derive::compute(&loaded, &artifact.setup)?;
+                (loaded, derived)
+            }
+        };
+        loaded.derived = derived;
         Ok(loaded)
     }
 

@@ -313,7 +313,7 @@ impl Session {
         // and the caller promises its code came from `accy_lower::compile` (this function's
         // contract), whose kernels keep the dispatch ABI for the launch plan stored beside
         // them.
-        let loaded = unsafe { LoadedArtifact::load_validated(&validated, &self.cpu, weights) }
+        let loaded = unsafe { LoadedArtifact::load_validated(validated, &self.cpu, weights) }
             .map_err(|e| self.fail(Inner::Load(e)))?;
         self.insert(loaded)
     }
@@ -338,16 +338,17 @@ impl Session {
         accy_lower::compile(program, self.target.as_ref(), &self.options).map_err(Inner::Compile)
     }
 
-    /// Loads an artifact this session compiled, binding its weight slots to `weights`.
+    /// Loads an artifact this session compiled, binding its weight slots to `weights`; the
+    /// artifact's parts move into the loaded program.
     pub(crate) fn map_artifact(
         &self,
-        artifact: &Artifact,
+        artifact: Artifact,
         weights: &Weights,
     ) -> Result<LoadedArtifact, Inner> {
         // SAFETY: every artifact handed here was produced by `accy_lower::compile` (in
         // `compile_to_artifact`), whose emitters generate kernels that keep the dispatch ABI for
         // the launch plan it built.
-        unsafe { LoadedArtifact::load_with_weights(artifact, &self.cpu, weights) }
+        unsafe { LoadedArtifact::load_owned_with_weights(artifact, &self.cpu, weights) }
             .map_err(Inner::Load)
     }
 
@@ -357,7 +358,7 @@ impl Session {
         program: &Program,
         weights: &Weights,
     ) -> Result<LoadedArtifact, Inner> {
-        self.map_artifact(&self.compile_to_artifact(program)?, weights)
+        self.map_artifact(self.compile_to_artifact(program)?, weights)
     }
 
     /// The executor invocations run their tiles on.

@@ -328,4 +328,10 @@ impl Validated {
     pub fn into_artifact(self) -> Artifact {
         self.artifact
     }
+
+    /// The artifact and its validation summary, for a loader that takes the artifact apart
+    /// instead of copying from it.
+    pub fn into_parts(self) -> (Artifact, PlanSummary) {
+        (self.artifact, self.summary)
+    }
 }

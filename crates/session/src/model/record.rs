@@ -132,7 +132,7 @@ impl<'w> ModelRecorder<'w> {
         };
         let session = context.session();
         let mut fragments = Vec::with_capacity(self.kernels.len());
-        for artifact in &self.kernels {
+        for artifact in self.kernels {
             let loaded = session
                 .map_artifact(artifact, &weights)
                 .map_err(Inner::into_error)?;
