@@ -48,7 +48,8 @@
  * their packed forms); accy_model_prepare makes a plan for the network itself or another
  * shape of it (batch 1, 8, 37, ...) with a fixed number of inference slots, sharing those
  * weights. Any number of threads may run one plan at once (accy_prepared_run): at most its
- * capacity run together and the others wait their turn, first come first served;
+ * capacity run together and the others wait their turn (in arrival order; a caller arriving
+ * while a slot is free takes it unless the oldest waiter has waited 4 ms);
  * accy_prepared_try_run returns ACCY_STATUS_BUSY instead of waiting. Plans copy inputs and
  * outputs, so their buffers need no alignment, and a warm run allocates nothing.
  */
@@ -78,8 +79,8 @@ typedef struct accy_model accy_model;
 // A plan of a model for one shape, with a fixed number of inference slots, each with its own
 // scratch memory; the weights are the model's, shared. Opaque to C; created by
 // `accy_model_prepare`, freed by `accy_prepared_destroy`. Any number of threads may run one
-// plan at once: at most `capacity` run together, the others wait their turn (first come,
-// first served) or, with `accy_prepared_try_run`, return `ACCY_STATUS_BUSY`.
+// plan at once: at most `capacity` run together, the others wait their turn (see
+// `accy_prepared_run`) or, with `accy_prepared_try_run`, return `ACCY_STATUS_BUSY`.
 typedef struct accy_prepared accy_prepared;
 
 // Reusable working memory for invocations. Opaque to C. One call at a time uses it: give each
@@ -398,8 +399,9 @@ accy_status accy_prepared_output(const struct accy_prepared *prepared,
                                  size_t index,
                                  struct accy_descriptor *descriptor);
 
-// Runs one inference: takes a free inference slot (waiting, first come first served, while
-// all are busy), copies `inputs` into it, runs the plan and copies the outputs into
+// Runs one inference: takes a free inference slot (waiting while all are busy: waiters are
+// served in arrival order, but a caller arriving while a slot is free takes it unless the
+// oldest waiter has waited 4 ms, so slots stay busy and nobody is passed over longer), copies `inputs` into it, runs the plan and copies the outputs into
 // `outputs`. Each buffer must have exactly its descriptor's `byte_size` (any address: the
 // bytes are copied), and no output may share a byte with another buffer. Allocates nothing.
 // On failure the outputs' contents are unspecified.

@@ -20,8 +20,8 @@ pub struct AccyModel {
 /// A plan of a model for one shape, with a fixed number of inference slots, each with its own
 /// scratch memory; the weights are the model's, shared. Opaque to C; created by
 /// `accy_model_prepare`, freed by `accy_prepared_destroy`. Any number of threads may run one
-/// plan at once: at most `capacity` run together, the others wait their turn (first come,
-/// first served) or, with `accy_prepared_try_run`, return `ACCY_STATUS_BUSY`.
+/// plan at once: at most `capacity` run together, the others wait their turn (see
+/// `accy_prepared_run`) or, with `accy_prepared_try_run`, return `ACCY_STATUS_BUSY`.
 #[derive(Debug)]
 pub struct AccyPrepared {
     prepared: PreparedModel,
@@ -219,8 +219,9 @@ pub unsafe extern "C" fn accy_prepared_output(
     })
 }
 
-/// Runs one inference: takes a free inference slot (waiting, first come first served, while
-/// all are busy), copies `inputs` into it, runs the plan and copies the outputs into
+/// Runs one inference: takes a free inference slot (waiting while all are busy: waiters are
+/// served in arrival order, but a caller arriving while a slot is free takes it unless the
+/// oldest waiter has waited 4 ms, so slots stay busy and nobody is passed over longer), copies `inputs` into it, runs the plan and copies the outputs into
 /// `outputs`. Each buffer must have exactly its descriptor's `byte_size` (any address: the
 /// bytes are copied), and no output may share a byte with another buffer. Allocates nothing.
 /// On failure the outputs' contents are unspecified.

@@ -11,8 +11,8 @@
 //! a run only copies the inputs in, walks the commands and copies the outputs out. Weights,
 //! constants and packed forms are shared by every slot. A run allocates nothing.
 //!
-//! [`PreparedPlan::run`] takes a free slot from a [`SlotPool`] — first come first served,
-//! waiting when all are busy — and [`PreparedPlan::try_run`] fails with
+//! [`PreparedPlan::run`] takes a free slot from a [`SlotPool`] — eventually fair, waiting
+//! when all are busy — and [`PreparedPlan::try_run`] fails with
 //! [`RunError::Busy`] instead of waiting. Any number of threads may run one plan at once.
 
 use std::fmt;
@@ -253,8 +253,8 @@ impl PreparedPlan {
         self.slots.idle()
     }
 
-    /// Runs the plan on a free inference slot, waiting (first come first served) while all
-    /// are busy: copies `inputs` into their regions, runs the commands, copies the output
+    /// Runs the plan on a free inference slot, waiting (eventually fair, see [`SlotPool`])
+    /// while all are busy: copies `inputs` into their regions, runs the commands, copies the output
     /// regions into `outputs`. Buffer counts and sizes are checked first, without taking a
     /// slot. Allocates nothing.
     pub fn run(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), RunError> {

@@ -104,6 +104,6 @@ pub use inference::{PlanParts, PrepareError, PreparedPlan, RunError};
 pub use loaded::{load, LoadError, LoadedArtifact};
 pub use pool::{Executor, Inline, PoolError, ThreadPool};
 pub use run::{run, InvokeError, LaunchError};
-pub use slot_pool::{SlotGuard, SlotPool};
+pub use slot_pool::{SlotGuard, SlotPool, FAIR_AFTER};
 pub use sys::{Errno, Protection};
 pub use weights::{MappedWeight, WeightError, Weights};

@@ -15,7 +15,9 @@ type RunFn = fn(&PreparedModel, &[&[u8]], &mut [&mut [u8]]) -> Result<(), Error>
 ///
 /// Thread contract: `Send + Sync`; [`PreparedModel::run`] takes `&self` and may be called
 /// from any number of threads at once. At most [`PreparedModel::capacity`] runs are in flight;
-/// further callers wait their turn, first come first served. Each slot's private memory was
+/// further callers wait, served in arrival order, though a caller arriving while a slot is
+/// free takes it unless the oldest waiter has waited 4 ms (`accy_executable`'s `FAIR_AFTER`:
+/// slots stay busy, and nobody is passed over for longer). Each slot's private memory was
 /// allocated when the plan was prepared, at fixed addresses, so a run allocates nothing.
 #[derive(Debug)]
 pub struct PreparedModel {
@@ -81,8 +83,8 @@ impl PreparedModel {
         &self.definition
     }
 
-    /// Runs one inference: takes a free inference slot (waiting, first come first served,
-    /// while all are busy), copies `inputs` into it, runs the commands, and copies the
+    /// Runs one inference: takes a free inference slot (waiting while all are busy, as the
+    /// type's documentation says), copies `inputs` into it, runs the commands, and copies the
     /// outputs into `outputs`. Each buffer must have exactly its descriptor's byte size (any
     /// alignment will do: the bytes are copied); a wrong count or size is
     /// [`Error::InvalidBuffer`], checked before taking a slot. Allocates nothing.
