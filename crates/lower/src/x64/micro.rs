@@ -144,7 +144,7 @@ impl Micro {
         match self.vx {
             Vx::Sse => x64!(ops; xorps Rx(r), Rx(r)),
             Vx::Avx => x64!(ops; vxorps Ry(r), Ry(r), Ry(r)),
-            Vx::Zmm => ops.extend(evex::zmm(zop::pxor(), r, Some(r), Rm::Reg(r))),
+            Vx::Zmm => evex::emit_zmm(ops, zop::pxor(), r, Some(r), Rm::Reg(r)),
         }
     }
 
@@ -153,7 +153,7 @@ impl Micro {
         match self.vx {
             Vx::Sse => x64!(ops; movups Rx(r), [Rq(base) + disp]),
             Vx::Avx => x64!(ops; vmovups Ry(r), [Rq(base) + disp]),
-            Vx::Zmm => ops.extend(evex::zmm(zop::load(self.wide), r, None, mem(base, disp))),
+            Vx::Zmm => evex::emit_zmm(ops, zop::load(self.wide), r, None, mem(base, disp)),
         }
     }
 
@@ -162,7 +162,7 @@ impl Micro {
         match self.vx {
             Vx::Sse => x64!(ops; movups [Rq(base) + disp], Rx(r)),
             Vx::Avx => x64!(ops; vmovups [Rq(base) + disp], Ry(r)),
-            Vx::Zmm => ops.extend(evex::zmm(zop::store(self.wide), r, None, mem(base, disp))),
+            Vx::Zmm => evex::emit_zmm(ops, zop::store(self.wide), r, None, mem(base, disp)),
         }
     }
 
@@ -213,11 +213,11 @@ impl Micro {
                     element,
                 };
                 if fma {
-                    ops.extend(evex::zmm(zop::fmadd231(wide), acc, Some(b), a));
+                    evex::emit_zmm(ops, zop::fmadd231(wide), acc, Some(b), a);
                 } else {
                     // The product rounds into zmm`t` (zmm30 for a full tile), then the add.
-                    ops.extend(evex::zmm(zop::mul(wide), t, Some(b), a));
-                    ops.extend(evex::zmm(zop::add(wide), acc, Some(acc), Rm::Reg(t)));
+                    evex::emit_zmm(ops, zop::mul(wide), t, Some(b), a);
+                    evex::emit_zmm(ops, zop::add(wide), acc, Some(acc), Rm::Reg(t));
                 }
             }
         }
