@@ -429,6 +429,30 @@ impl Emitter<'_> {
         }
     }
 
+    /// Puts node `id`'s vector value in register `reg` (a move from its register, or a load
+    /// from its slot).
+    pub(crate) fn vsrc_into(
+        &mut self,
+        plan: &VectorPlan,
+        id: u32,
+        reg: u8,
+    ) -> Result<(), EmitError> {
+        match plan.home.get(id as usize) {
+            Some(Home::Reg(r)) => {
+                if *r != reg {
+                    x64!(self.ops; vmovaps Ry(reg), Ry(*r));
+                }
+                Ok(())
+            }
+            Some(Home::Slot(s)) => {
+                let at = self.lay.vec_slot(*s);
+                x64!(self.ops; vmovups Ry(reg), [rsp + at]);
+                Ok(())
+            }
+            _ => Err(self.unsupported(format!("node {id} has no vector value"))),
+        }
+    }
+
     /// The register node `i`'s vector result is computed into (its home, or ymm0 when it
     /// lives in a slot; `vfinish` then stores it).
     pub(crate) fn vdst(&self, plan: &VectorPlan, i: usize) -> u8 {

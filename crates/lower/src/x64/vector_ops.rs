@@ -18,7 +18,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::evex::{self, Lanes, Mem};
 use super::kernel::Emitter;
-use super::vector::VectorPlan;
+use super::vector::{Home, VectorPlan};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
@@ -98,8 +98,10 @@ impl Emitter<'_> {
             }
             Node::Binary { op, lhs, rhs } => {
                 let a = self.vsrc(plan, lhs, 0)?;
-                let b = self.vsrc(plan, rhs, 1)?;
-                self.emit_vbinary(op, n.dtype, w, a, b, dst)?;
+                if !self.emit_vbinary_from_slot(plan, op, n.dtype, a, rhs, dst) {
+                    let b = self.vsrc(plan, rhs, 1)?;
+                    self.emit_vbinary(op, n.dtype, w, a, b, dst)?;
+                }
             }
             Node::Compare { op, lhs, rhs } => {
                 let operand = self.dtype(lhs)?;
@@ -129,14 +131,12 @@ impl Emitter<'_> {
             Node::Fma { a, b, c } => {
                 let a = self.vsrc(plan, a, 0)?;
                 let b = self.vsrc(plan, b, 1)?;
-                let c = self.vsrc(plan, c, 2)?;
-                // vfmadd231 accumulates into its destination: start it from c, unless the
-                // destination is a factor's register (a scratch register shared with a
+                // vfmadd231 accumulates into its destination: start it from c (loaded straight
+                // into it when c lives in a slot, as the constants of a polynomial do), unless
+                // the destination is a factor's register (a scratch register shared with a
                 // spilled operand), then go through ymm3.
                 let acc = if dst == a || dst == b { 3 } else { dst };
-                if acc != c {
-                    x64!(self.ops; vmovaps Ry(acc), Ry(c));
-                }
+                self.vsrc_into(plan, c, acc)?;
                 self.ops.extend(super::vex::vfmadd231(acc, a, b, w, true));
                 if acc != dst {
                     x64!(self.ops; vmovaps Ry(dst), Ry(acc));
@@ -221,6 +221,36 @@ impl Emitter<'_> {
             _ => return Err(self.unsupported(format!("vector {op} on {dtype}"))),
         }
         Ok(())
+    }
+
+    /// `dst = a op rhs` with `rhs` read from its slot by the instruction itself, for the float
+    /// arithmetic whose second operand may be memory (a spilled constant, most often); false
+    /// (nothing emitted) when `rhs` lives in a register or the op has no such form here.
+    fn emit_vbinary_from_slot(
+        &mut self,
+        plan: &VectorPlan,
+        op: BinaryOp,
+        dtype: DType,
+        a: u8,
+        rhs: u32,
+        dst: u8,
+    ) -> bool {
+        let Some(Home::Slot(s)) = plan.home.get(rhs as usize) else {
+            return false;
+        };
+        let at = self.lay.vec_slot(*s);
+        match (op, dtype) {
+            (BinaryOp::Add, DType::F32) => x64!(self.ops; vaddps Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Sub, DType::F32) => x64!(self.ops; vsubps Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Mul, DType::F32) => x64!(self.ops; vmulps Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Div, DType::F32) => x64!(self.ops; vdivps Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Add, DType::F64) => x64!(self.ops; vaddpd Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Sub, DType::F64) => x64!(self.ops; vsubpd Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Mul, DType::F64) => x64!(self.ops; vmulpd Ry(dst), Ry(a), [rsp + at]),
+            (BinaryOp::Div, DType::F64) => x64!(self.ops; vdivpd Ry(dst), Ry(a), [rsp + at]),
+            _ => return false,
+        }
+        true
     }
 
     pub(crate) fn emit_vbinary(
