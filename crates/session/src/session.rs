@@ -410,9 +410,18 @@ impl Session {
         outputs: &mut [&mut [u8]],
     ) -> Result<(), Error> {
         let program = self.program(handle, scratch)?;
-        let result = self.invoke_compiled(&program.value, scratch, inputs, outputs);
-        self.pin(handle, scratch, program);
-        result
+        // A fresh `Ok(())` on success: carrying the call's result across `pin` made it
+        // round-trip through the stack, a store-forwarding stall on every call.
+        match self.invoke_compiled(&program.value, scratch, inputs, outputs) {
+            Ok(()) => {
+                self.pin(handle, scratch, program);
+                Ok(())
+            }
+            Err(e) => {
+                self.pin(handle, scratch, program);
+                Err(e)
+            }
+        }
     }
 
     /// The program `handle` names, taken from `scratch` when the caller's last call ran it
@@ -487,9 +496,18 @@ impl Session {
         outputs: &mut [&mut [O]],
     ) -> Result<(), Error> {
         let program = self.program(handle, scratch)?;
-        let result = self.invoke_typed_compiled(&program.value, scratch, inputs, outputs);
-        self.pin(handle, scratch, program);
-        result
+        // A fresh `Ok(())` on success: carrying the call's result across `pin` made it
+        // round-trip through the stack, a store-forwarding stall on every call.
+        match self.invoke_typed_compiled(&program.value, scratch, inputs, outputs) {
+            Ok(()) => {
+                self.pin(handle, scratch, program);
+                Ok(())
+            }
+            Err(e) => {
+                self.pin(handle, scratch, program);
+                Err(e)
+            }
+        }
     }
 
     /// [`Session::invoke_typed`] of a program already looked up.
