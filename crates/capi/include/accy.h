@@ -245,12 +245,11 @@ typedef struct accy_weight {
 // panicked inside it (a bug in accy).
 #define ACCY_STATUS_LAUNCH_FAILED 8
 
-// A model definition or plan breaks one of the models API's rules (the message names it).
-// Returned by the models API, which this C ABI does not expose yet.
+// A model or plan breaks one of the models API's rules (the message names it): from
+// `accy_model_create` and `accy_model_prepare`.
 #define ACCY_STATUS_INVALID_MODEL 9
 
-// Every inference slot of a prepared model is in use (a non-waiting run). Returned by the
-// models API, which this C ABI does not expose yet.
+// No inference slot of a plan could be had at once: from `accy_prepared_try_run`.
 #define ACCY_STATUS_BUSY 10
 
 #ifdef __cplusplus
@@ -315,9 +314,9 @@ accy_status accy_program_invoke(const struct accy_session *session,
 // `ACCY_STATUS_OUT_OF_MEMORY`.
 //
 // # Safety
-// `options` is NULL or points to `options->size` readable bytes; `bytes` is NULL (then
-// `length` is 0) or points to `length` readable bytes; `weights` is NULL or a live set;
-// `model` is NULL or writable.
+// `options` is NULL or points to `options->size` readable bytes, whose `target` is NULL or
+// a NUL-terminated string; `bytes` is NULL (then `length` is 0) or points to `length`
+// readable bytes; `weights` is NULL or a live set; `model` is NULL or writable.
 accy_status accy_model_create(const struct accy_session_options *options,
                               const uint8_t *bytes,
                               size_t length,
@@ -399,11 +398,13 @@ accy_status accy_prepared_output(const struct accy_prepared *prepared,
                                  size_t index,
                                  struct accy_descriptor *descriptor);
 
-// Runs one inference: takes a free inference slot (waiting while all are busy: waiters are
-// served in arrival order, but a caller arriving while a slot is free takes it unless the
-// oldest waiter has waited 4 ms, so slots stay busy and nobody is passed over longer), copies `inputs` into it, runs the plan and copies the outputs into
+// Runs one inference: takes a free inference slot, waiting while all are busy. Waiters are
+// served in arrival order; a caller arriving while a slot is free takes it unless the head
+// of the queue has waited 4 ms there, so slots stay busy and each waiter is passed over for
+// at most 4 ms once it heads the queue. Copies `inputs` into it, runs the plan and copies the outputs into
 // `outputs`. Each buffer must have exactly its descriptor's `byte_size` (any address: the
-// bytes are copied), and no output may share a byte with another buffer. Allocates nothing.
+// bytes are copied), and no output may share a byte with another buffer. With up to 8
+// inputs and 8 outputs it allocates nothing.
 // On failure the outputs' contents are unspecified.
 //
 // Fails with `ACCY_STATUS_INVALID_BUFFER` (a wrong count or size, an overlap, a NULL pointer
@@ -420,8 +421,8 @@ accy_status accy_prepared_run(const struct accy_prepared *prepared,
                               const struct accy_buffer *outputs,
                               size_t output_count);
 
-// `accy_prepared_run` if a slot is free and nobody is waiting for one; otherwise
-// `ACCY_STATUS_BUSY` at once, without waiting.
+// `accy_prepared_run` if it would get a slot at once (one is free, and no waiter has headed
+// the queue for 4 ms); otherwise `ACCY_STATUS_BUSY` at once, without waiting.
 //
 // # Safety
 // As `accy_prepared_run`.
@@ -504,7 +505,9 @@ accy_status accy_program_load_artifact(const struct accy_session *session,
                                        const struct accy_weights *weights,
                                        struct accy_program *program);
 
-// Frees a program: its code, plans and slot. Every copy of the handle is dead from then on.
+// Frees a program: its slot at once, and its code and plans once no scratch holds it (a
+// scratch keeps the program of its last invoke until its next invoke of another program, or
+// `accy_scratch_destroy`). Every copy of the handle is dead from then on.
 // Fails with `ACCY_STATUS_INVALID_HANDLE` when the handle is dead already, 0, or another
 // session's. Safe to call while another thread invokes the program: that call finishes
 // normally.
@@ -559,7 +562,8 @@ accy_status accy_program_output(const struct accy_session *session,
 accy_status accy_session_create(const struct accy_session_options *options,
                                 struct accy_session **session);
 
-// Destroys a session: releases every program it still holds and stops its threads. NULL is
+// Destroys a session: releases every program it still holds (see `accy_program_release`
+// for what a scratch keeps) and stops its threads. NULL is
 // accepted and does nothing. Returns `ACCY_STATUS_OK`.
 //
 // # Safety

@@ -39,9 +39,9 @@ pub struct AccyPrepared {
 /// `ACCY_STATUS_OUT_OF_MEMORY`.
 ///
 /// # Safety
-/// `options` is NULL or points to `options->size` readable bytes; `bytes` is NULL (then
-/// `length` is 0) or points to `length` readable bytes; `weights` is NULL or a live set;
-/// `model` is NULL or writable.
+/// `options` is NULL or points to `options->size` readable bytes, whose `target` is NULL or
+/// a NUL-terminated string; `bytes` is NULL (then `length` is 0) or points to `length`
+/// readable bytes; `weights` is NULL or a live set; `model` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn accy_model_create(
     options: *const AccySessionOptions,
@@ -219,11 +219,13 @@ pub unsafe extern "C" fn accy_prepared_output(
     })
 }
 
-/// Runs one inference: takes a free inference slot (waiting while all are busy: waiters are
-/// served in arrival order, but a caller arriving while a slot is free takes it unless the
-/// oldest waiter has waited 4 ms, so slots stay busy and nobody is passed over longer), copies `inputs` into it, runs the plan and copies the outputs into
+/// Runs one inference: takes a free inference slot, waiting while all are busy. Waiters are
+/// served in arrival order; a caller arriving while a slot is free takes it unless the head
+/// of the queue has waited 4 ms there, so slots stay busy and each waiter is passed over for
+/// at most 4 ms once it heads the queue. Copies `inputs` into it, runs the plan and copies the outputs into
 /// `outputs`. Each buffer must have exactly its descriptor's `byte_size` (any address: the
-/// bytes are copied), and no output may share a byte with another buffer. Allocates nothing.
+/// bytes are copied), and no output may share a byte with another buffer. With up to 8
+/// inputs and 8 outputs it allocates nothing.
 /// On failure the outputs' contents are unspecified.
 ///
 /// Fails with `ACCY_STATUS_INVALID_BUFFER` (a wrong count or size, an overlap, a NULL pointer
@@ -246,8 +248,8 @@ pub unsafe extern "C" fn accy_prepared_run(
     unsafe { run(prepared, inputs, input_count, outputs, output_count, true) }
 }
 
-/// `accy_prepared_run` if a slot is free and nobody is waiting for one; otherwise
-/// `ACCY_STATUS_BUSY` at once, without waiting.
+/// `accy_prepared_run` if it would get a slot at once (one is free, and no waiter has headed
+/// the queue for 4 ms); otherwise `ACCY_STATUS_BUSY` at once, without waiting.
 ///
 /// # Safety
 /// As `accy_prepared_run`.

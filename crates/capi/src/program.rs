@@ -276,7 +276,9 @@ unsafe fn new_program(
     })
 }
 
-/// Frees a program: its code, plans and slot. Every copy of the handle is dead from then on.
+/// Frees a program: its slot at once, and its code and plans once no scratch holds it (a
+/// scratch keeps the program of its last invoke until its next invoke of another program, or
+/// `accy_scratch_destroy`). Every copy of the handle is dead from then on.
 /// Fails with `ACCY_STATUS_INVALID_HANDLE` when the handle is dead already, 0, or another
 /// session's. Safe to call while another thread invokes the program: that call finishes
 /// normally.

@@ -70,7 +70,8 @@ const MAX_THREADS: usize = 4096;
 /// The options a caller passed, checked against the rules of [`AccySessionOptions`].
 ///
 /// # Safety
-/// If `options` is not NULL it must point to `options->size` readable bytes.
+/// If `options` is not NULL it must point to `options->size` readable bytes, whose `target`
+/// is NULL or a NUL-terminated string not written during the call.
 pub(crate) unsafe fn read_options(
     options: *const AccySessionOptions,
 ) -> Result<SessionOptions, Failure> {
@@ -115,8 +116,9 @@ fn to_session_options(options: &AccySessionOptions) -> Result<SessionOptions, Fa
     if options.threads != 0 {
         out = out.with_threads(options.threads);
     }
-    // SAFETY: the caller of `accy_session_create` promises `target` is NULL or a
-    // NUL-terminated string that is not written during the call.
+    // SAFETY: the caller of `accy_session_create` or `accy_model_create` (through
+    // `read_options`) promises `target` is NULL or a NUL-terminated string that is not
+    // written during the call.
     if let Some(name) = unsafe { c_str(options.target, "accy_session_options.target") }? {
         let names = SessionOptions::target_names();
         let known = names.iter().find(|n| **n == name).ok_or_else(|| {
@@ -164,7 +166,8 @@ pub unsafe extern "C" fn accy_session_create(
     })
 }
 
-/// Destroys a session: releases every program it still holds and stops its threads. NULL is
+/// Destroys a session: releases every program it still holds (see `accy_program_release`
+/// for what a scratch keeps) and stops its threads. NULL is
 /// accepted and does nothing. Returns `ACCY_STATUS_OK`.
 ///
 /// # Safety

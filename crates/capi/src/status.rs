@@ -40,11 +40,10 @@ pub const ACCY_STATUS_COMPILE_FAILED: AccyStatus = 7;
 /// Running the program failed. Also what every call that does not compile returns when accy
 /// panicked inside it (a bug in accy).
 pub const ACCY_STATUS_LAUNCH_FAILED: AccyStatus = 8;
-/// A model definition or plan breaks one of the models API's rules (the message names it).
-/// Returned by the models API, which this C ABI does not expose yet.
+/// A model or plan breaks one of the models API's rules (the message names it): from
+/// `accy_model_create` and `accy_model_prepare`.
 pub const ACCY_STATUS_INVALID_MODEL: AccyStatus = 9;
-/// Every inference slot of a prepared model is in use (a non-waiting run). Returned by the
-/// models API, which this C ABI does not expose yet.
+/// No inference slot of a plan could be had at once: from `accy_prepared_try_run`.
 pub const ACCY_STATUS_BUSY: AccyStatus = 10;
 
 /// A failure on its way to the C caller: its status and its message.

@@ -1,6 +1,6 @@
 //! The C test: `tests/c/accy_test.c`, compiled with the system C compiler (found by the `cc`
 //! crate) and linked against the static library this very `cargo test` built, runs the MLP
-//! example and provokes every status code 1-8 (see the C file's comment). This test writes
+//! example and provokes every status code 1-9 (see the C file's comment). This test writes
 //! its inputs, runs it, and compares its outputs bit for bit with what `accy-session` computes
 //! in Rust for the same options. It runs the C program twice: as is, and built with
 //! AddressSanitizer when the compiler can (a printed line says when it cannot).

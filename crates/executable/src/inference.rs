@@ -263,8 +263,9 @@ impl PreparedPlan {
         self.run_in(&mut slot, inputs, outputs)
     }
 
-    /// [`PreparedPlan::run`] if a slot is free now and nobody is waiting for one; otherwise
-    /// [`RunError::Busy`] at once.
+    /// [`PreparedPlan::run`] if [`SlotPool::try_acquire`] gives a slot now (one is free, and
+    /// no waiter has been passed over for `FAIR_AFTER`); otherwise [`RunError::Busy`] at
+    /// once.
     pub fn try_run(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), RunError> {
         self.check_buffers(inputs, outputs)?;
         let mut slot = self.slots.try_acquire().ok_or(RunError::Busy {

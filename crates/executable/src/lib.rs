@@ -23,8 +23,8 @@
 //!   nothing. [`LoadedArtifact::invoke`] does both steps.
 //! - [`inference`]: [`PreparedPlan`], a validated model plan (`accy_artifact::model`) over
 //!   loaded fragments and shared weights, with a bounded number of inference slots, each
-//!   owning private scratch at fixed addresses; [`slot_pool`]: [`SlotPool`], the
-//!   first-come-first-served lending of those slots.
+//!   owning private scratch at fixed addresses; [`slot_pool`]: [`SlotPool`], the eventually
+//!   fair lending of those slots.
 //! - [`imports`]: the import table generated code calls for transcendental math, implemented
 //!   with exactly the reference interpreter's functions so results match bit for bit.
 //! - [`pool`]: the [`Executor`] a run spreads a dispatch's workgroups over, and

@@ -58,9 +58,10 @@ pub enum Error {
     /// same request cannot help.
     #[error("invalid model: {0}")]
     InvalidModel(#[source] Cause),
-    /// Every inference slot of a prepared model is in use (`PreparedModel::try_run`). Retry
-    /// later, or call `run`, which waits its turn.
-    #[error("busy: all {capacity} inference slots are in use")]
+    /// No inference slot of a prepared model could be had at once (`PreparedModel::try_run`):
+    /// all are in use, or a free one is due to a waiting caller. Retry later, or call `run`,
+    /// which waits its turn.
+    #[error("busy: no free inference slot of {capacity} for a caller that does not wait")]
     Busy {
         /// The prepared model's slot count.
         capacity: usize,

@@ -44,7 +44,18 @@ pub struct Handle {
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
     generation: u32,
+    index: u32,
     pub(crate) value: T,
+}
+
+impl<T> Entry<T> {
+    /// The handle this entry was issued under.
+    pub(crate) fn handle(&self) -> Handle {
+        Handle {
+            index: self.index,
+            generation: self.generation,
+        }
+    }
 }
 
 /// What writers serialise on: each slot's next generation, and whether it is retired.
@@ -99,7 +110,11 @@ impl<T, const N: usize> SlotTable<T, N> {
         match free {
             Some(i) => {
                 let generation = writer.next[i];
-                self.slots[i].store(Some(Arc::new(Entry { generation, value })));
+                self.slots[i].store(Some(Arc::new(Entry {
+                    generation,
+                    index: i as u32,
+                    value,
+                })));
                 self.live[i].store(live_word(generation), Ordering::Release);
                 Ok(Handle {
                     index: i as u32,

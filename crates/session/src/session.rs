@@ -27,6 +27,8 @@ struct Compiled {
     loaded: LoadedArtifact,
     inputs: Vec<Descriptor>,
     outputs: Vec<Descriptor>,
+    /// The id of the session that compiled it (see [`Session::program`]).
+    session: u64,
 }
 
 /// How a [`Session`] generates code.
@@ -102,8 +104,9 @@ impl SessionOptions {
 /// Thread contract: `Session` is `Send + Sync`. [`Session::invoke`] takes `&self` and may run
 /// on many threads at once, for the same handle or different ones; each call needs its own
 /// [`Scratch`] and buffers. Compiled code, plans and weights are immutable and shared. Looking
-/// a handle up takes no lock and writes no shared memory (see the `handle` module), so
-/// concurrent callers scale; compile's insertion and release serialise on a mutex, never while
+/// a handle up takes no lock, and a call with the same scratch and handle as that scratch's
+/// previous call writes no shared memory (see the `handle` module; switching programs on one
+/// scratch costs a reference-count update on each), so concurrent callers scale; compile's insertion and release serialise on a mutex, never while
 /// a program runs. Releasing a handle while another thread runs it is safe: the running call
 /// keeps the program alive until it returns, and later calls get `InvalidHandle`.
 ///
@@ -326,6 +329,7 @@ impl Session {
             loaded,
             inputs,
             outputs,
+            session: self.id,
         };
         self.table
             .insert(compiled)
@@ -368,6 +372,9 @@ impl Session {
 
     /// Frees the program `handle` names. Every copy of the handle is refused from then on
     /// (the slot's generation moves on). A stale or foreign handle is [`Error::InvalidHandle`].
+    /// A [`Scratch`] whose last call ran the program keeps it (code, constants and its share
+    /// of the weights) until the scratch runs another program or is dropped; the slot itself
+    /// is free at once.
     pub fn release(&self, handle: Handle) -> Result<(), Error> {
         self.table
             .remove(handle)
@@ -436,7 +443,11 @@ impl Session {
         if let Some(pinned) = scratch.take_pinned(self.id, pin_key(handle)) {
             if self.table.is_live(handle) {
                 if let Ok(entry) = pinned.downcast::<Entry<Compiled>>() {
-                    return Ok(entry);
+                    // The scratch is the caller's, and anyone may pin anything in it: use the
+                    // value only if it is this session's program for this very handle.
+                    if entry.handle() == handle && entry.value.session == self.id {
+                        return Ok(entry);
+                    }
                 }
             }
         }

@@ -134,6 +134,31 @@ fn a_scratch_never_runs_the_program_it_kept_for_another_handle_or_session() {
     assert_eq!(run(&three, d, &mut scratch).unwrap(), 41.0);
 }
 
+/// `Scratch::pin` is public, so a caller can move a kept program under another handle's key;
+/// the session must notice and look the handle up instead. (The key layout and the sequential
+/// session ids are internals this test reproduces to stage the swap.)
+#[test]
+fn a_program_pinned_under_another_handles_key_is_not_run() {
+    let session = Session::new().unwrap();
+    let a = session.compile(&add_constant(10.0)).unwrap();
+    let b = session.compile(&add_constant(20.0)).unwrap();
+    let (x, mut out) = ([1.0f32; 4], [0.0f32; 4]);
+    let mut scratch = Scratch::new();
+    session
+        .invoke_typed(a, &mut scratch, &[&x], &mut [&mut out])
+        .unwrap();
+    assert_eq!(out[0], 11.0);
+    let key = |h: Handle| (u64::from(h.index) << 32) | u64::from(h.generation);
+    let (owner, kept) = (1..100_000)
+        .find_map(|owner| scratch.take_pinned(owner, key(a)).map(|v| (owner, v)))
+        .expect("the scratch keeps the program it ran");
+    scratch.pin(owner, key(b), kept);
+    session
+        .invoke_typed(b, &mut scratch, &[&x], &mut [&mut out])
+        .unwrap();
+    assert_eq!(out[0], 21.0, "ran the program pinned under b's key");
+}
+
 #[test]
 fn a_65th_program_is_refused_until_one_is_released() {
     let session = Session::new().unwrap();

@@ -120,8 +120,9 @@ pub enum RunError {
         /// The buffer's length.
         actual: usize,
     },
-    /// Every inference slot is in use (or callers are already waiting for one).
-    #[error("all {capacity} inference slots are busy")]
+    /// No slot could be had at once: every inference slot is in use, or one is free but a
+    /// waiting caller is due to get it first.
+    #[error("no free inference slot of {capacity} for a caller that does not wait")]
     Busy {
         /// The plan's slot count.
         capacity: usize,

@@ -20,8 +20,9 @@
 //! [`Model::new`] binds a program to its [`crate::Weights`] (which live on read-only pages);
 //! [`Model::prepare`] compiles another shape of the same network — batch 1, 8, 37, … — into a
 //! [`PreparedModel`] sharing the weights and their packed forms; [`PreparedModel::run`] may be
-//! called from many threads at once: it takes a free inference slot, waiting its turn (first
-//! come first served) when all are busy, and allocates nothing. [`PreparedModel::try_run`]
+//! called from many threads at once: it takes a free inference slot, waiting its turn (in
+//! arrival order, eventually fair: see [`PreparedModel`]) when all are busy, and allocates
+//! nothing. [`PreparedModel::try_run`]
 //! returns [`crate::Error::Busy`] instead of waiting.
 //!
 //! # The general path

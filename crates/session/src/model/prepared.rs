@@ -16,8 +16,9 @@ type RunFn = fn(&PreparedModel, &[&[u8]], &mut [&mut [u8]]) -> Result<(), Error>
 /// Thread contract: `Send + Sync`; [`PreparedModel::run`] takes `&self` and may be called
 /// from any number of threads at once. At most [`PreparedModel::capacity`] runs are in flight;
 /// further callers wait, served in arrival order, though a caller arriving while a slot is
-/// free takes it unless the oldest waiter has waited 4 ms (`accy_executable`'s `FAIR_AFTER`:
-/// slots stay busy, and nobody is passed over for longer). Each slot's private memory was
+/// free takes it unless the head of the queue has waited 4 ms there (`accy_executable`'s
+/// `FAIR_AFTER`): slots stay busy, and each waiter is passed over for at most 4 ms once it
+/// heads the queue. Each slot's private memory was
 /// allocated when the plan was prepared, at fixed addresses, so a run allocates nothing.
 #[derive(Debug)]
 pub struct PreparedModel {
@@ -92,8 +93,9 @@ impl PreparedModel {
         self.plan.run(inputs, outputs).map_err(map_run)
     }
 
-    /// [`PreparedModel::run`] if a slot is free and nobody is waiting for one; otherwise
-    /// [`Error::Busy`] at once, without waiting.
+    /// [`PreparedModel::run`] if it would get a slot at once (one is free, and no waiting
+    /// caller is due: see the type's documentation); otherwise [`Error::Busy`] at once,
+    /// without waiting.
     pub fn try_run(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
         self.plan.try_run(inputs, outputs).map_err(map_run)
     }
