@@ -72,6 +72,19 @@ impl Emitter<'_> {
         }
     }
 
+    /// `reg` = the sign bit of each 32-bit or (`wide`) 64-bit lane, made from all-ones by one
+    /// shift: two ALU instructions where a broadcast constant takes three, one of them a
+    /// shuffle-port broadcast. (Only left shifts: dynasm 5.1 encodes `vpsrlq ymm, ymm, imm` as
+    /// the xmm form; `tests/encoding.rs` pins that and the forms used here.)
+    fn vsign_mask(&mut self, reg: u8, wide: bool) {
+        x64!(self.ops; vpcmpeqd Ry(reg), Ry(reg), Ry(reg));
+        if wide {
+            x64!(self.ops; vpsllq Ry(reg), Ry(reg), 63);
+        } else {
+            x64!(self.ops; vpslld Ry(reg), Ry(reg), 31);
+        }
+    }
+
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_vnode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
         let n = self.k.nodes[i].clone();
@@ -164,15 +177,14 @@ impl Emitter<'_> {
         a: u8,
         dst: u8,
     ) -> Result<(), EmitError> {
-        let sign = if w { 1u64 << 63 } else { 1u64 << 31 };
         match (op, dtype) {
             (UnaryOp::Neg, DType::F32 | DType::F64) => {
-                self.vconst(3, sign, w);
+                self.vsign_mask(3, w);
                 x64!(self.ops; vxorps Ry(dst), Ry(a), ymm3);
             }
             (UnaryOp::Abs, DType::F32 | DType::F64) => {
-                self.vconst(3, !sign, w);
-                x64!(self.ops; vandps Ry(dst), Ry(a), ymm3);
+                self.vsign_mask(3, w);
+                x64!(self.ops; vandnps Ry(dst), ymm3, Ry(a));
             }
             (UnaryOp::Sqrt | UnaryOp::Rsqrt, DType::F32) => {
                 if op == UnaryOp::Sqrt {

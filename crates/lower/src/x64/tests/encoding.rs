@@ -215,6 +215,10 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vpsravd Ry(a), Ry(b), Ry(c)
         ; vroundps Ry(a), Ry(b), 9
         ; roundsd xmm0, xmm1, 10
+        ; vpcmpeqd Ry(a), Ry(a), Ry(a)
+        ; vpslld Ry(a), Ry(a), 31
+        ; vpsllq Ry(a), Ry(a), 63
+        ; vandnps Ry(a), Ry(b), Ry(c)
     );
     ops.extend(crate::x64::micro::vfmadd231pd(a, b, c));
     ops.extend(crate::x64::micro::vfmadd231pd(12, 13, 14));
@@ -234,6 +238,10 @@ vpcmpgtq ymm1,ymm2,ymm3
 vpsravd ymm1,ymm2,ymm3
 vroundps ymm1,ymm2,9
 roundsd xmm0,xmm1,0xA
+vpcmpeqd ymm1,ymm1,ymm1
+vpslld ymm1,ymm1,0x1F
+vpsllq ymm1,ymm1,0x3F
+vandnps ymm1,ymm2,ymm3
 vfmadd231pd ymm1,ymm2,ymm3
 vfmadd231pd ymm12,ymm13,ymm14
 ";
