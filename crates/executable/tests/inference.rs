@@ -97,17 +97,21 @@ fn chained() -> (ModelPlan, Weights, Arc<LoadedArtifact>) {
     (plan, weights, fragment)
 }
 
-#[test]
-fn a_prepared_plan_runs_its_commands_on_every_slot() {
+/// The [`chained`] plan prepared with `capacity` slots, run inline.
+fn prepared_chained(capacity: usize) -> PreparedPlan {
     let (plan, weights, fragment) = chained();
     let names = [Some("w"), None];
-    let fragments = [fragment];
-    let prepared = PreparedPlan::new(
-        &parts(&plan, &weights, &names, &fragments),
+    PreparedPlan::new(
+        &parts(&plan, &weights, &names, &[fragment]),
         Arc::new(Inline),
-        3,
+        capacity,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_prepared_plan_runs_its_commands_on_every_slot() {
+    let prepared = prepared_chained(3);
     assert_eq!(prepared.capacity(), 3);
     assert_eq!(prepared.input_sizes().collect::<Vec<_>>(), vec![8]);
     assert_eq!(prepared.output_sizes().collect::<Vec<_>>(), vec![8, 8]);
@@ -137,15 +141,7 @@ fn a_prepared_plan_runs_its_commands_on_every_slot() {
 
 #[test]
 fn runs_check_buffer_counts_and_sizes_first() {
-    let (plan, weights, fragment) = chained();
-    let names = [Some("w"), None];
-    let fragments = [fragment];
-    let prepared = PreparedPlan::new(
-        &parts(&plan, &weights, &names, &fragments),
-        Arc::new(Inline),
-        1,
-    )
-    .unwrap();
+    let prepared = prepared_chained(1);
     let input = [0u8; 8];
     let (mut a, mut b) = ([0u8; 8], [0u8; 8]);
     assert_eq!(

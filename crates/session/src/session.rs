@@ -416,10 +416,24 @@ impl Session {
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
     ) -> Result<(), Error> {
+        self.with_program(handle, scratch, |compiled, scratch| {
+            self.invoke_compiled(compiled, scratch, inputs, outputs)
+        })
+    }
+
+    /// Runs `call` on the program `handle` names ([`Session::program`]), then pins it in
+    /// `scratch` for the next call, whatever `call` returned.
+    #[inline]
+    fn with_program(
+        &self,
+        handle: Handle,
+        scratch: &mut Scratch,
+        call: impl FnOnce(&Compiled, &mut Scratch) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let program = self.program(handle, scratch)?;
         // A fresh `Ok(())` on success: carrying the call's result across `pin` made it
         // round-trip through the stack, a store-forwarding stall on every call.
-        match self.invoke_compiled(&program.value, scratch, inputs, outputs) {
+        match call(&program.value, scratch) {
             Ok(()) => {
                 self.pin(handle, scratch, program);
                 Ok(())
@@ -506,19 +520,9 @@ impl Session {
         inputs: &[&[I]],
         outputs: &mut [&mut [O]],
     ) -> Result<(), Error> {
-        let program = self.program(handle, scratch)?;
-        // A fresh `Ok(())` on success: carrying the call's result across `pin` made it
-        // round-trip through the stack, a store-forwarding stall on every call.
-        match self.invoke_typed_compiled(&program.value, scratch, inputs, outputs) {
-            Ok(()) => {
-                self.pin(handle, scratch, program);
-                Ok(())
-            }
-            Err(e) => {
-                self.pin(handle, scratch, program);
-                Err(e)
-            }
-        }
+        self.with_program(handle, scratch, |compiled, scratch| {
+            self.invoke_typed_compiled(compiled, scratch, inputs, outputs)
+        })
     }
 
     /// [`Session::invoke_typed`] of a program already looked up.

@@ -5,8 +5,7 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use accy_session::{Model, ModelContext, SessionOptions, Weights};
-use common::{mlp, mlp_weights, values};
+use common::{mlp_model, values};
 
 const THREADS: usize = 8;
 const RUNS: usize = 10_000;
@@ -16,14 +15,7 @@ const INPUTS: usize = 16;
 #[test]
 fn eight_threads_on_two_slots_match_sequential_runs() {
     let (i, h, o, rows) = (64, 48, 16, 4);
-    let list = mlp_weights(i, h, o);
-    let named: Vec<(&str, &[u8])> = list
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    let context = ModelContext::with_options(SessionOptions::default().with_threads(2)).unwrap();
-    let program = mlp(rows, i, h, o);
-    let model = Model::with_context(&context, &program, Weights::new(&named).unwrap()).unwrap();
+    let (program, model) = mlp_model(rows, i, h, o);
     let plan = model.prepare(&program, 2).unwrap();
 
     let inputs: Vec<Vec<f32>> = (0..INPUTS)

@@ -6,20 +6,13 @@ mod counting;
 
 use std::sync::Barrier;
 
-use accy_session::{Error, Model, ModelContext, SessionOptions, Weights};
-use common::{mlp, mlp_weights, values};
+use accy_session::Error;
+use common::{mlp_model, values};
 
 #[test]
 fn runs_allocate_nothing_after_warm_up() {
     let (i, h, o, rows) = (64, 48, 16, 32);
-    let list = mlp_weights(i, h, o);
-    let named: Vec<(&str, &[u8])> = list
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    let context = ModelContext::with_options(SessionOptions::default().with_threads(2)).unwrap();
-    let program = mlp(rows, i, h, o);
-    let model = Model::with_context(&context, &program, Weights::new(&named).unwrap()).unwrap();
+    let (program, model) = mlp_model(rows, i, h, o);
     let plan = model.prepare(&program, 1).unwrap();
     let x = values((rows * i) as usize, 1);
     let callers = 3;

@@ -8,6 +8,7 @@
 pub mod fixture;
 
 use accy_ir::{BinaryOp, Builder, DType, Program, Tensor, Type};
+use accy_session::{Model, ModelContext, SessionOptions, Weights};
 
 /// `y = x + x` over `n` f32.
 pub fn twice(n: u64) -> Program {
@@ -66,6 +67,20 @@ pub fn mlp_weights(inputs: u64, hidden: u64, outputs: u64) -> Vec<(String, Vec<u
     .enumerate()
     .map(|(i, &(name, n))| (name.to_owned(), f32_bytes(&values(n as usize, 100 + i))))
     .collect()
+}
+
+/// `mlp(rows, inputs, hidden, outputs)` and a model of it with `mlp_weights`, in a context
+/// with 2 threads.
+pub fn mlp_model(rows: u64, inputs: u64, hidden: u64, outputs: u64) -> (Program, Model) {
+    let list = mlp_weights(inputs, hidden, outputs);
+    let named: Vec<(&str, &[u8])> = list
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let context = ModelContext::with_options(SessionOptions::default().with_threads(2)).unwrap();
+    let program = mlp(rows, inputs, hidden, outputs);
+    let model = Model::with_context(&context, &program, Weights::new(&named).unwrap()).unwrap();
+    (program, model)
 }
 
 /// Little-endian bytes of `values`.
