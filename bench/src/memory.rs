@@ -148,7 +148,10 @@ fn main() {
     let budget = Duration::from_millis(if quick { 150 } else { 400 });
     let rounds = if quick { 3 } else { 5 };
     let all = all_cpus().len();
-    let cases: Vec<(&str, Program)> = vec![
+    // `--only=TEXT` keeps the copy (the reference) and the cases whose name contains TEXT.
+    let only: Option<String> =
+        std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
+    let mut cases: Vec<(&str, Program)> = vec![
         ("copy (generated `neg`), 16M f32", copy(1 << 24)),
         ("tanh chain, 64K f32", tanh_chain(1 << 16)),
         ("tanh chain, 16M f32", tanh_chain(1 << 24)),
@@ -156,6 +159,13 @@ fn main() {
         ("layer norm 4096×1024", layernorm(4096, 1024)),
         ("transpose 4096×4096", transpose(4096)),
     ];
+    if let Some(only) = &only {
+        let mut i = 0;
+        cases.retain(|(name, _)| {
+            i += 1;
+            i == 1 || name.contains(only.as_str())
+        });
+    }
     println!(
         "memory: f32; {all} CPUs; GB/s of minimal traffic (parameters read once, outputs written \
          once); each cell the best of {rounds} rounds, each a median over ~{} ms; 1-thread runs \

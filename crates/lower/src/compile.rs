@@ -35,6 +35,9 @@ pub struct Options {
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
     /// import table.
     pub fma: bool,
+    /// The inner run a transposing kernel of 4-byte elements is blocked into; [`compile`]
+    /// sets it from the target ([`Target::transpose_run`]).
+    pub transpose_run: u64,
     /// Whether row-local runs of instructions over a value larger than half the L2 cache
     /// (softmax, layer norm) are planned a block of rows at a time (`plan/rows.rs`). Off by
     /// default: measured on a 2-core host (`cargo xtask bench memory` / `parallel`), the
@@ -54,6 +57,7 @@ impl Default for Options {
             },
             micro_tiles: [(6, 16), (6, 8)],
             fma: false,
+            transpose_run: 8,
             row_blocks: false,
         }
     }
@@ -100,6 +104,7 @@ impl Options {
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
         self.fma = target.has_fma();
+        self.transpose_run = target.transpose_run();
         self
     }
 

@@ -43,6 +43,14 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The inner run (in elements of 4 bytes) a transposing kernel is blocked into (see
+    /// `plan::blocking`): 8 source rows, below any L1's associativity, where each loaded line
+    /// must stay cached while it is used up element by element (the default); longer where
+    /// the emitter reads whole lines at once (x64's tiles).
+    fn transpose_run(&self) -> u64 {
+        8
+    }
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
     /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed [`Kernel::validate`].
     /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an

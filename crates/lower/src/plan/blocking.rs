@@ -8,7 +8,10 @@
 //! in the L1 cache while they are used up: each loaded line serves a line's worth of elements
 //! instead of one. `ROWS` stays below the L1's associativity, because source rows a power of
 //! two apart all fall into one cache set; the destination's half lines are completed by the
-//! next block, while they are still in the cache.
+//! next block, while they are still in the cache. A target whose code reads each source line
+//! whole when it first touches it (x64's AVX2 tiles) asks for a longer inner block instead
+//! ([`crate::Target::transpose_run`]): nothing has to stay cached, and the loops' overhead
+//! is spread over more elements.
 //!
 //! Only the visiting order changes: every point's loads and store are the same, and an
 //! elementwise kernel whose store map is injective (every stride non-zero) computes each point
@@ -29,8 +32,9 @@ const LINE: u64 = 64;
 const FAR: i64 = 16;
 
 /// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
-/// documentation); otherwise leaves it as it is.
-pub(super) fn block_transposes(k: &mut LoopKernel) {
+/// documentation); otherwise leaves it as it is. `run` is the innermost block for 4-byte
+/// elements (the target's [`crate::Target::transpose_run`]; other sizes use [`ROWS`]).
+pub(crate) fn block_transposes(k: &mut LoopKernel, run: u64) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
     {
@@ -62,11 +66,12 @@ pub(super) fn block_transposes(k: &mut LoopKernel) {
         .get(k.result as usize)
         .map_or(4, |n| n.dtype.size_bytes().max(1));
     let line = (LINE / size).max(1);
+    let rows = if size == 4 { run.max(1) } else { ROWS };
     let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
-    if !fits(k.dims[d], line) || !fits(k.dims[last], ROWS) {
+    if !fits(k.dims[d], line) || !fits(k.dims[last], rows) {
         return;
     }
-    let (bd, bl) = (line as i64, ROWS as i64);
+    let (bd, bl) = (line as i64, rows as i64);
     let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
         let mut out: SmallVec<[i64; 8]> =
             (0..last).filter(|&i| i != d).map(|i| strides[i]).collect();
@@ -79,7 +84,7 @@ pub(super) fn block_transposes(k: &mut LoopKernel) {
         out
     };
     let mut dims: SmallVec<[u64; 8]> = (0..last).filter(|&i| i != d).map(|i| k.dims[i]).collect();
-    dims.extend([k.dims[d] / line, k.dims[last] / ROWS, line, ROWS]);
+    dims.extend([k.dims[d] / line, k.dims[last] / rows, line, rows]);
     for n in &mut k.nodes {
         if let Node::Load { map, .. } = &mut n.node {
             *map = IndexMap {
@@ -132,7 +137,7 @@ mod tests {
         let n = 96u64;
         let plain = transpose(n);
         let mut blocked = plain.clone();
-        block_transposes(&mut blocked);
+        block_transposes(&mut blocked, ROWS);
         assert_eq!(blocked.dims.as_slice(), &[6, 12, 16, 8]);
         assert_eq!(blocked.store.map.strides.as_slice(), &[16 * 96, 8, 96, 1]);
         blocked.validate().unwrap();
@@ -150,7 +155,7 @@ mod tests {
     fn small_contiguous_and_reducing_kernels_stay_as_they_are() {
         for n in [16, 100] {
             let mut k = transpose(n);
-            block_transposes(&mut k);
+            block_transposes(&mut k, ROWS);
             assert_eq!(k, transpose(n), "{n}: not a multiple of 16 or too small");
         }
         let mut copy = transpose(64);
@@ -158,7 +163,7 @@ mod tests {
             *map = IndexMap::new(0, &[64, 1]);
         }
         let before = copy.clone();
-        block_transposes(&mut copy);
+        block_transposes(&mut copy, ROWS);
         assert_eq!(copy, before);
     }
 }

@@ -47,7 +47,7 @@
 //! artifact requires), and donation is honoured as the placement hint it is: the runtime may
 //! hand the same memory for both only where the caller allows, which needs no support here.
 
-mod blocking;
+pub(crate) mod blocking;
 mod buffers;
 mod coalesce;
 mod contract;
@@ -510,7 +510,7 @@ impl<'p> Planner<'p> {
             reduction,
         };
         coalesce::coalesce(&mut kernel);
-        blocking::block_transposes(&mut kernel);
+        blocking::block_transposes(&mut kernel, self.options.transpose_run);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
         // Waiting contractions this kernel reads are emitted first.

@@ -272,17 +272,44 @@ impl Emitter<'_> {
                 x64!(self.ops; mov QWORD [rsp + slot], rax);
             }
         }
+        self.emit_gather_offsets();
         Ok(())
     }
 
+    /// Each gathered load's lane offsets (`lane * stride` elements, a dword per lane) into its
+    /// slot; the plan admitted only strides whose offsets fit.
+    fn emit_gather_offsets(&mut self) {
+        let Some(plan) = &self.vplan else {
+            return;
+        };
+        let lanes = plan.lanes();
+        let inner = self.k.dims.len().wrapping_sub(1);
+        let mut writes = Vec::new();
+        for (i, slot) in plan.gather_slot.iter().enumerate() {
+            if let (Some(slot), Node::Load { map, .. }) = (slot, &self.k.nodes[i].node) {
+                let stride = map.strides.get(inner).copied().unwrap_or(0);
+                let at = self.lay.vec_slot(*slot);
+                for lane in 0..lanes {
+                    writes.push((at + 4 * lane as i32, (lane * stride) as i32));
+                }
+            }
+        }
+        for (at, offset) in writes {
+            x64!(self.ops; mov DWORD [rsp + at], offset);
+        }
+    }
+
     /// The loops from dim `d` inwards.
-    fn emit_dim(&mut self, d: usize) -> Result<(), EmitError> {
+    pub(crate) fn emit_dim(&mut self, d: usize) -> Result<(), EmitError> {
         let p = self.k.parallel_rank as usize;
         if d == p {
             return self.emit_parallel_point();
         }
         if self.vplan.is_some() && d + 1 == p && self.k.reduction.is_none() {
             return self.emit_vector_dim(d);
+        }
+        if d + 2 == p && self.vplan.as_ref().is_some_and(VectorPlan::tiles) {
+            return self.emit_loop(d, Self::emit_tiled_step);
         }
         self.emit_loop(d, Self::emit_dim)
     }

@@ -29,6 +29,7 @@ pub(crate) mod kernel;
 pub(crate) mod micro;
 mod pin;
 mod scalar;
+mod tile;
 mod vector;
 mod vector_ops;
 mod vector_reduce;
@@ -171,6 +172,17 @@ impl Target for X64Target {
     fn has_fma(&self) -> bool {
         // The AVX2 tier's feature set includes FMA; the SSE2 tier's CPUs may lack it.
         self.tier.has_avx2()
+    }
+
+    fn transpose_run(&self) -> u64 {
+        // The AVX2 path reads a transposing load's source lines whole (`tile.rs`); a longer
+        // run spreads each block's loop overhead over more elements. 64 measured best of
+        // 8 / 64 / 128 on a 4096² transpose (`cargo xtask bench memory`).
+        if self.tier.has_avx2() {
+            64
+        } else {
+            8
+        }
     }
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {

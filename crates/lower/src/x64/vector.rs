@@ -4,7 +4,12 @@
 //!
 //! A kernel qualifies ([`plan`]) when either it is elementwise and stores contiguously along
 //! the innermost dim (stride 1), or it reduces over its innermost dim (`vector_reduce.rs`);
-//! and every load varying along that dim is contiguous (stride 1); an elementwise kernel
+//! and every load varying along that dim is contiguous (stride 1) or, in an elementwise
+//! kernel, strided (a transposing read: one AVX2 gather per vector, its lane offsets
+//! written to a frame slot once at kernel entry; or, when the innermost dim is one vector
+//! long and the next one out reads contiguously, 8×8 tiles transposed in registers, see
+//! `tile.rs`; either way the scalar tail even on AVX-512, whose masked tail has neither
+//! here); an elementwise kernel
 //! reads the stored binding only through the store's own map (a point must not see a later
 //! point's store early); and every node that varies along the dim has a vector form here (see
 //! `vector_ops.rs`) in one lane width: f32/i32 (8 lanes) or f64/i64 (4 lanes), with bools as
@@ -57,6 +62,13 @@ pub(crate) struct VectorPlan {
     pub slots: usize,
     /// For a reduction: the slot the accumulator vector is spilled to for the final combine.
     pub acc_slot: Option<usize>,
+    /// Per node: for a load that walks the vectorized dim with a stride other than 0 or 1,
+    /// the slot holding its gather's lane offsets (`lane * stride`, one dword per lane),
+    /// written once at kernel entry.
+    pub gather_slot: Vec<Option<usize>>,
+    /// Per node: for a load transposed through tiles (see `tile.rs`), the first of the
+    /// consecutive slots its tiles' columns are written to.
+    pub tile_slot: Vec<Option<usize>>,
 }
 
 impl VectorPlan {
@@ -67,6 +79,17 @@ impl VectorPlan {
         } else {
             8
         }
+    }
+
+    /// Whether some load is a gather or a tile: the AVX-512 masked tail has no form of either
+    /// here, so such a loop finishes with the scalar tail.
+    pub(crate) fn needs_scalar_tail(&self) -> bool {
+        self.tiles() || self.gather_slot.iter().any(Option::is_some)
+    }
+
+    /// Whether some load reads through 8×8 tiles.
+    pub(crate) fn tiles(&self) -> bool {
+        self.tile_slot.iter().any(Option::is_some)
     }
 }
 
@@ -138,6 +161,40 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
     }
 }
 
+/// The largest stride (in elements) a gathered load may have: its lane offsets, up to
+/// `7 * stride`, must fit the gather's signed 32-bit indices.
+const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
+
+/// Rows (lanes) of one transposing tile: 32-bit lanes only.
+pub(crate) const TILE_ROWS: u64 = 8;
+/// Columns of a tile fill: a whole 64-byte line of each source row.
+pub(crate) const TILE_COLS: u64 = 16;
+/// The longest inner run read through tiles: its tiles take `run / 8 · 16` vector slots (8 KiB).
+const MAX_TILE_RUN: u64 = 128;
+
+/// Whether a strided load of `k` (its map `strides`) can be read through tiles: 32-bit lanes;
+/// an innermost dim of whole vectors, short enough for its tiles to sit in the frame; a
+/// contiguous read along the dim outside it, whose size is a multiple of 16 and which starts
+/// at 0 (it is not dim 0, the one workgroups split), so every tile lies inside the space.
+fn tileable(k: &LoopKernel, strides: &[i64], wide: bool) -> bool {
+    let rank = k.dims.len();
+    let (Some(inner), Some(outer)) = (rank.checked_sub(1), rank.checked_sub(2)) else {
+        return false;
+    };
+    !wide
+        && outer > 0
+        && k.dims[inner].is_multiple_of(TILE_ROWS)
+        && k.dims[inner] <= MAX_TILE_RUN
+        && k.dims[outer].is_multiple_of(TILE_COLS)
+        && strides.get(outer) == Some(&1)
+        && strides.get(inner).is_some_and(|s| {
+            // Row offsets up to two runs ahead (the fill's prefetches) fit a displacement.
+            s.unsigned_abs()
+                .checked_mul(4 * (k.dims[inner] + TILE_ROWS))
+                .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
+        })
+}
+
 /// The vector plan for `k`, or `None` when the scalar loops must run it (see the module doc).
 pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<VectorPlan> {
     let (p, rank) = (k.parallel_rank as usize, k.dims.len());
@@ -169,6 +226,7 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     }
     let inner = rank - 1;
     let n = k.nodes.len();
+    let mut gathered = vec![false; n];
     let mut uniform = vec![false; n];
     let mut needs_vec = vec![false; n];
     for (i, kn) in k.nodes.iter().enumerate() {
@@ -186,6 +244,12 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
                 match map.strides.get(inner) {
                     Some(0) => true,
                     Some(1) => false,
+                    // Any other stride (a transposing read, a strided slice) is a gather:
+                    // elementwise only, so a reduction's masked tail never meets one.
+                    Some(s) if elementwise && s.unsigned_abs() <= MAX_GATHER_STRIDE => {
+                        gathered[i] = true;
+                        false
+                    }
                     _ => return None,
                 }
             }
@@ -251,12 +315,31 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         slots += 1;
         slots - 1
     });
+    let mut gather_slot = vec![None; n];
+    let mut tile_slot = vec![None; n];
+    for (i, kn) in k.nodes.iter().enumerate() {
+        let Node::Load { map, .. } = &kn.node else {
+            continue;
+        };
+        if !gathered[i] {
+            continue;
+        }
+        if tileable(k, &map.strides, wide) {
+            tile_slot[i] = Some(slots);
+            slots += (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize;
+        } else {
+            gather_slot[i] = Some(slots);
+            slots += 1;
+        }
+    }
     Some(VectorPlan {
         wide,
         uniform,
         home,
         slots,
         acc_slot,
+        gather_slot,
+        tile_slot,
     })
 }
 
@@ -290,7 +373,7 @@ impl Emitter<'_> {
         self.slot_to_rax(counter);
         x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
         self.unpin();
-        if self.tier == X64Tier::Avx512 {
+        if self.tier == X64Tier::Avx512 && !plan.needs_scalar_tail() {
             let done = self.ops.new_dynamic_label();
             self.emit_masked_tail(d, done, |e| {
                 e.emit_vector_body(plan)?;
@@ -477,4 +560,11 @@ impl Emitter<'_> {
 pub(crate) fn vector_lanes(k: &LoopKernel) -> Option<i64> {
     let live = k.live_nodes();
     plan(k, &live, true).map(|p| p.lanes())
+}
+
+/// Whether `k` reads a load through tiles on the AVX2 tier (for tests that must know).
+#[cfg(test)]
+pub(crate) fn vector_tiles(k: &LoopKernel) -> bool {
+    let live = k.live_nodes();
+    plan(k, &live, true).is_some_and(|p| p.tiles())
 }

@@ -96,7 +96,33 @@ impl Emitter<'_> {
                 let b = binding as i32 * 8;
                 self.slot_to_rax(map);
                 x64!(self.ops; mov rcx, QWORD [r12 + b]);
-                if self.masked {
+                if let Some(first) = plan.tile_slot.get(i).copied().flatten() {
+                    if self.masked {
+                        return Err(self.unsupported("a tile in a masked tail"));
+                    }
+                    self.emit_tile_column(first, dst);
+                } else if let Some(slot) = plan.gather_slot.get(i).copied().flatten() {
+                    if self.masked {
+                        return Err(self.unsupported("a gather in a masked tail"));
+                    }
+                    // Lane offsets in ymm2, an all-ones mask (the gather clears it) in ymm3.
+                    let at = self.lay.vec_slot(slot);
+                    x64!(self.ops
+                        ; vmovups Ry(2), [rsp + at]
+                        ; vpcmpeqd Ry(3), Ry(3), Ry(3)
+                    );
+                    // The vector index takes the SIB's index field: the first lane's
+                    // address goes to rcx.
+                    if w {
+                        x64!(self.ops; lea rcx, [rcx + rax * 8]);
+                        self.ops.extend(super::vex::vgatherdpd_rcx(dst, 2, 3));
+                    } else {
+                        x64!(self.ops
+                            ; lea rcx, [rcx + rax * 4]
+                            ; vgatherdps Ry(dst), [rcx + Ry(2) * 4], Ry(3)
+                        );
+                    }
+                } else if self.masked {
                     let (lanes, mem) = masked_operand(w);
                     self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
                 } else if w {

@@ -18,3 +18,23 @@ pub(crate) fn vfmadd231(dst: u8, b: u8, c: u8, wide: bool, packed: bool) -> [u8;
         0xC0 | ((dst & 7) << 3) | (c & 7),
     ]
 }
+
+/// `vgatherdpd ymm(dst), [rcx + xmm(index) * 8], ymm(mask)` (VEX.256.66.0F38.W1 92 /r with
+/// VSIB): dynasm 5.1 drops its W = 1 and emits `vgatherdps`. Loads the f64 (or 64-bit) lane
+/// `i` from `rcx + 8 · index[i]` where the mask lane's sign bit is set, and clears the mask.
+/// Registers are 0–15 and must differ (the instruction faults otherwise).
+pub(crate) fn vgatherdpd_rcx(dst: u8, index: u8, mask: u8) -> [u8; 6] {
+    let inv = |r: u8| (!(r >> 3)) & 1;
+    [
+        0xC4,
+        // R̄ X̄ B̄ (the base, rcx, is a low register), then map 0F38.
+        (inv(dst) << 7) | (inv(index) << 6) | (1 << 5) | 0b00010,
+        // W = 1, v̄vvv (the mask), L = 1, pp = 66.
+        (1 << 7) | ((!mask & 0xF) << 3) | (1 << 2) | 0b01,
+        0x92,
+        // mod 00, reg = dst, rm = 100 (a SIB follows).
+        ((dst & 7) << 3) | 0b100,
+        // scale 8, index = the vector register, base = rcx.
+        (0b11 << 6) | ((index & 7) << 3) | 0b001,
+    ]
+}

@@ -1,4 +1,4 @@
-//! Loop nests: reductions, maps (transposed, broadcast, reversed), lengths around every vector
+//! Loop nests: reductions, maps (transposed, blocked transposes, broadcast, reversed), lengths around every vector
 //! width, workgroup splits, 64-bit strides, in-place updates, uniform values with imports and
 //! gathers, and kernels with more live values than registers.
 
@@ -86,6 +86,29 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 BinaryOp::Max,
             );
             s.check(&k, &buffers_for(&k, 7), 1)?;
+        }
+    }
+    // Transposes blocked as the planner blocks them (`plan::blocking`), with an operand read
+    // contiguously beside the transposed one: on x64's AVX2 path 4-byte lanes read the
+    // transposed operand through tiles (inner runs of 8 to 128), 8-byte lanes gather.
+    for dtype in [DType::F32, DType::I32, DType::F64] {
+        for (n, m, run) in [
+            (32u64, 128u64, 64u64),
+            (48, 16, 8),
+            (64, 256, 128),
+            (32, 32, 16),
+        ] {
+            let mut k = binary_2d(
+                [n, m],
+                dtype,
+                (n * m, 0, [1, n as i64]),
+                (m, 0, [0, 1]),
+                BinaryOp::Add,
+            );
+            crate::plan::blocking::block_transposes(&mut k, run);
+            for workgroups in [1, 3] {
+                s.check(&k, &buffers_for(&k, 7), workgroups)?;
+            }
         }
     }
     // Three dims: a reversed everywhere, b broadcast, a column-major store.

@@ -205,6 +205,8 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vbroadcastss Ry(a), DWORD [rsp + 16]
         ; vpsrlq Ry(a), Ry(b), 63
         ; vfmadd231pd Ry(a), Ry(b), Ry(c)
+        ; vshufps Ry(a), Ry(b), Ry(c), 0x44
+        ; vgatherdpd Ry(a), [rcx + Rx(b) * 8], Ry(c)
         // The forms used instead, encoded as written:
         ; vpbroadcastd Ry(a), DWORD [rsp + 16]
         ; vbroadcastsd Ry(a), QWORD [rsp + 16]
@@ -219,9 +221,16 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vpslld Ry(a), Ry(a), 31
         ; vpsllq Ry(a), Ry(a), 63
         ; vandnps Ry(a), Ry(b), Ry(c)
+        ; vgatherdps Ry(a), [rcx + Ry(b) * 4], Ry(c)
+        ; vmovups Rx(a), [rcx + 0x4010]
+        ; vinsertf128 Ry(a), Ry(a), [rcx - 0x10], 1
+        ; vunpcklps Ry(a), Ry(b), Ry(c)
+        ; vunpckhps Ry(a), Ry(b), Ry(c)
     );
     ops.extend(crate::x64::micro::vfmadd231pd(a, b, c));
     ops.extend(crate::x64::micro::vfmadd231pd(12, 13, 14));
+    ops.extend(crate::x64::vex::vgatherdpd_rcx(a, b, c));
+    ops.extend(crate::x64::vex::vgatherdpd_rcx(9, 10, 11));
     let code = ops.finalize().expect("assemble");
     let expected = "\
 vcmpltps ymm1,ymm3,ymm2
@@ -229,6 +238,8 @@ vcmpge_oqpd ymm1,ymm3,ymm2
 vbroadcastss xmm1,[rsp+0x10]
 vpsrlq xmm1,xmm2,0x3F
 vfmadd231ps ymm1,ymm2,ymm3
+vshufps ymm1,ymm3,ymm2,0x44
+vgatherdps ymm1,[rcx+ymm2*8],ymm3
 vpbroadcastd ymm1,[rsp+0x10]
 vbroadcastsd ymm1,[rsp+0x10]
 vpsrld ymm1,ymm2,0x1F
@@ -242,8 +253,15 @@ vpcmpeqd ymm1,ymm1,ymm1
 vpslld ymm1,ymm1,0x1F
 vpsllq ymm1,ymm1,0x3F
 vandnps ymm1,ymm2,ymm3
+vgatherdps ymm1,[rcx+ymm2*4],ymm3
+vmovups xmm1,[rcx+0x4010]
+vinsertf128 ymm1,ymm1,[rcx-0x10],1
+vunpcklps ymm1,ymm2,ymm3
+vunpckhps ymm1,ymm2,ymm3
 vfmadd231pd ymm1,ymm2,ymm3
 vfmadd231pd ymm12,ymm13,ymm14
+vgatherdpd ymm1,[rcx+xmm2*8],ymm3
+vgatherdpd ymm9,[rcx+xmm10*8],ymm11
 ";
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }

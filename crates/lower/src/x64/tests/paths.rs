@@ -9,7 +9,7 @@ use super::host::{host_features, host_target};
 use crate::kernel::{LoopKernel, Node};
 use crate::target::Target;
 use crate::testing::kernels::{binary_2d, load, node, random_kernel, reduce_2d};
-use crate::x64::vector::vector_lanes;
+use crate::x64::vector::{vector_lanes, vector_tiles};
 use crate::x64::{X64Target, X64Tier};
 
 /// Every expanded transcendental, and a chain around one, runs on the vector path in default
@@ -63,15 +63,27 @@ fn vector_path_is_taken_where_it_applies() {
         BinaryOp::Mul,
     );
     assert_eq!(vector_lanes(&bcast), Some(8));
-    // A transposed load is strided along the inner dim: scalar.
-    let strided = binary_2d(
-        [4, 5],
-        DType::F32,
-        (20, 0, [1, 4]),
-        (20, 0, [5, 1]),
-        BinaryOp::Mul,
-    );
-    assert_eq!(vector_lanes(&strided), None);
+    // A transposed load is strided along the inner dim: a gather, in 4- and 8-byte lanes;
+    // a blocked transpose of 4-byte lanes reads through tiles instead.
+    let strided = |dtype, [n, m]: [u64; 2]| {
+        binary_2d(
+            [n, m],
+            dtype,
+            (n * m, 0, [1, n as i64]),
+            (n * m, 0, [m as i64, 1]),
+            BinaryOp::Mul,
+        )
+    };
+    assert_eq!(vector_lanes(&strided(DType::F32, [4, 5])), Some(8));
+    assert_eq!(vector_lanes(&strided(DType::F64, [4, 5])), Some(4));
+    assert_eq!(vector_lanes(&strided(DType::U8, [4, 5])), None);
+    assert!(!vector_tiles(&strided(DType::F32, [4, 5])));
+    for (dtype, tiles) in [(DType::F32, true), (DType::I32, true), (DType::F64, false)] {
+        let mut blocked = strided(dtype, [64, 128]);
+        crate::plan::blocking::block_transposes(&mut blocked, 64);
+        assert_eq!(blocked.dims.len(), 4, "{dtype} blocked");
+        assert_eq!(vector_tiles(&blocked), tiles, "{dtype}");
+    }
     // Reductions over the innermost dim: sums, max/min, and i32 products.
     assert_eq!(
         vector_lanes(&reduce_2d(ReduceOp::Sum, DType::F32, 3, 20)),
