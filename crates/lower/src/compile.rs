@@ -6,7 +6,7 @@ use accy_ir::{DType, Program};
 use crate::error::CompileError;
 use crate::kernel::Kernel;
 use crate::plan::{plan_with, LoweredProgram};
-use crate::target::{EmittedCode, Target};
+use crate::target::{EmittedCode, Target, TransposeBlock};
 
 /// Knobs of one compile: the one carrier of everything a caller chooses about lowering, from
 /// fusion to the numeric mode. [`Options::default`] is what production uses; others are built
@@ -35,9 +35,9 @@ pub struct Options {
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
     /// import table.
     pub fma: bool,
-    /// The inner run a transposing kernel of 4-byte elements is blocked into; [`compile`]
-    /// sets it from the target ([`Target::transpose_run`]).
-    pub transpose_run: u64,
+    /// The blocks a transposing kernel is cut into; [`compile`] sets them from the target
+    /// ([`Target::transpose_block`]).
+    pub transpose_block: TransposeBlock,
     /// Whether row-local runs of instructions over a value larger than half the L2 cache
     /// (softmax, layer norm) are planned a block of rows at a time (`plan/rows.rs`). Off by
     /// default: measured on a 2-core host (`cargo xtask bench memory` / `parallel`), the
@@ -57,7 +57,7 @@ impl Default for Options {
             },
             micro_tiles: [(6, 16), (6, 8)],
             fma: false,
-            transpose_run: 8,
+            transpose_block: crate::plan::blocking::LINE_BY_ROWS,
             row_blocks: false,
         }
     }
@@ -104,7 +104,7 @@ impl Options {
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
         self.fma = target.has_fma();
-        self.transpose_run = target.transpose_run();
+        self.transpose_block = target.transpose_block();
         self
     }
 

@@ -28,4 +28,6 @@ pub mod x64;
 pub use compile::{compile, compile_detailed, Compilation, Options};
 pub use error::CompileError;
 pub use plan::{plan, plan_with, LoweredProgram, MAX_FUSED_NODES};
-pub use target::{lookup_host, lookup_name, EmitError, EmittedCode, LookupError, Target};
+pub use target::{
+    lookup_host, lookup_name, EmitError, EmittedCode, LookupError, Target, TransposeBlock,
+};

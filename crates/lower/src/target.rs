@@ -43,12 +43,14 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// The inner run (in elements of 4 bytes) a transposing kernel is blocked into (see
-    /// `plan::blocking`): 8 source rows, below any L1's associativity, where each loaded line
-    /// must stay cached while it is used up element by element (the default); longer where
-    /// the emitter reads whole lines at once (x64's tiles).
-    fn transpose_run(&self) -> u64 {
-        8
+    /// The blocks a transposing kernel of 4-byte elements is cut into (see `plan::blocking`):
+    /// the bytes of the block along the dim its load reads contiguously, and the elements of
+    /// the inner run (the source rows of a block). The default, one 64-byte line by 8 rows
+    /// (below any L1's associativity), suits code that uses up each loaded line element by
+    /// element while it stays cached; an emitter that reads whole lines at once (x64's
+    /// tiles) asks for larger blocks.
+    fn transpose_block(&self) -> TransposeBlock {
+        crate::plan::blocking::LINE_BY_ROWS
     }
 
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
@@ -56,6 +58,17 @@ pub trait Target: Send + Sync + std::fmt::Debug {
     /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an
     /// encoding problem is an [`EmitError`].
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError>;
+}
+
+/// How a transposing kernel is blocked ([`Target::transpose_block`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposeBlock {
+    /// Bytes of a block along the dim the transposed load reads contiguously (a multiple of
+    /// 64, one cache line).
+    pub line_bytes: u64,
+    /// Elements of a block along the innermost (stored contiguously) dim, for 4-byte
+    /// elements; other sizes use 8.
+    pub run: u64,
 }
 
 /// What a [`Target`] produces: position-independent code and where each kernel starts.

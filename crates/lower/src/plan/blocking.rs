@@ -10,8 +10,9 @@
 //! two apart all fall into one cache set; the destination's half lines are completed by the
 //! next block, while they are still in the cache. A target whose code reads each source line
 //! whole when it first touches it (x64's AVX2 tiles) asks for a longer inner block instead
-//! ([`crate::Target::transpose_run`]): nothing has to stay cached, and the loops' overhead
-//! is spread over more elements.
+//! and more lines per row ([`crate::Target::transpose_block`]): nothing has to stay cached,
+//! the loops' overhead is spread over more elements, and each visit to a source row's page
+//! reads more of it.
 //!
 //! Only the visiting order changes: every point's loads and store are the same, and an
 //! elementwise kernel whose store map is injective (every stride non-zero) computes each point
@@ -21,6 +22,7 @@ use accy_ir::MAX_RANK;
 use smallvec::SmallVec;
 
 use crate::kernel::{IndexMap, LoopKernel, Node};
+use crate::target::TransposeBlock;
 
 /// Source rows per block (the innermost dim's block): fewer than any L1's 8 to 12 ways.
 pub(crate) const ROWS: u64 = 8;
@@ -28,13 +30,21 @@ pub(crate) const ROWS: u64 = 8;
 /// Bytes of a cache line: the block along the dim the load walks contiguously.
 const LINE: u64 = 64;
 
+/// The blocks of code that uses up each loaded line while it stays cached: a line by
+/// [`ROWS`].
+pub(crate) const LINE_BY_ROWS: TransposeBlock = TransposeBlock {
+    line_bytes: LINE,
+    run: ROWS,
+};
+
 /// A load stride (in elements) from which every step along the innermost dim is a new line.
 const FAR: i64 = 16;
 
 /// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
-/// documentation); otherwise leaves it as it is. `run` is the innermost block for 4-byte
-/// elements (the target's [`crate::Target::transpose_run`]; other sizes use [`ROWS`]).
-pub(crate) fn block_transposes(k: &mut LoopKernel, run: u64) {
+/// documentation); otherwise leaves it as it is, in the blocks `block` asks for (the
+/// target's [`crate::Target::transpose_block`]; elements of other sizes than 4 bytes use
+/// one line by [`ROWS`]).
+pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
     {
@@ -65,8 +75,11 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, run: u64) {
         .nodes
         .get(k.result as usize)
         .map_or(4, |n| n.dtype.size_bytes().max(1));
-    let line = (LINE / size).max(1);
-    let rows = if size == 4 { run.max(1) } else { ROWS };
+    let (line, rows) = if size == 4 {
+        ((block.line_bytes / size).max(1), block.run.max(1))
+    } else {
+        ((LINE / size).max(1), ROWS)
+    };
     let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
     if !fits(k.dims[d], line) || !fits(k.dims[last], rows) {
         return;
@@ -137,7 +150,7 @@ mod tests {
         let n = 96u64;
         let plain = transpose(n);
         let mut blocked = plain.clone();
-        block_transposes(&mut blocked, ROWS);
+        block_transposes(&mut blocked, LINE_BY_ROWS);
         assert_eq!(blocked.dims.as_slice(), &[6, 12, 16, 8]);
         assert_eq!(blocked.store.map.strides.as_slice(), &[16 * 96, 8, 96, 1]);
         blocked.validate().unwrap();
@@ -155,7 +168,7 @@ mod tests {
     fn small_contiguous_and_reducing_kernels_stay_as_they_are() {
         for n in [16, 100] {
             let mut k = transpose(n);
-            block_transposes(&mut k, ROWS);
+            block_transposes(&mut k, LINE_BY_ROWS);
             assert_eq!(k, transpose(n), "{n}: not a multiple of 16 or too small");
         }
         let mut copy = transpose(64);
@@ -163,7 +176,7 @@ mod tests {
             *map = IndexMap::new(0, &[64, 1]);
         }
         let before = copy.clone();
-        block_transposes(&mut copy, ROWS);
+        block_transposes(&mut copy, LINE_BY_ROWS);
         assert_eq!(copy, before);
     }
 }

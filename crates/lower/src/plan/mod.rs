@@ -510,7 +510,7 @@ impl<'p> Planner<'p> {
             reduction,
         };
         coalesce::coalesce(&mut kernel);
-        blocking::block_transposes(&mut kernel, self.options.transpose_run);
+        blocking::block_transposes(&mut kernel, self.options.transpose_block);
         kernel.validate()?;
         let workgroups = tiles::workgroups(&kernel);
         // Waiting contractions this kernel reads are emitted first.

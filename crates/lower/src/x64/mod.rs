@@ -42,7 +42,7 @@ use accy_artifact::{Arch, CpuFeature, FeatureSet, TargetSpec};
 
 use crate::compile::Options;
 use crate::kernel::Kernel;
-use crate::target::{EmitError, EmittedCode, Target};
+use crate::target::{EmitError, EmittedCode, Target, TransposeBlock};
 
 /// An x86-64 instruction-set tier: which instructions the emitted code may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -174,14 +174,17 @@ impl Target for X64Target {
         self.tier.has_avx2()
     }
 
-    fn transpose_run(&self) -> u64 {
-        // The AVX2 path reads a transposing load's source lines whole (`tile.rs`); a longer
-        // run spreads each block's loop overhead over more elements. 64 measured best of
-        // 8 / 64 / 128 on a 4096² transpose (`cargo xtask bench memory`).
+    fn transpose_block(&self) -> TransposeBlock {
+        // The AVX2 path reads a transposing load's source lines whole (`tile.rs`). On a
+        // 4096² f32 transpose (`cargo xtask bench memory --only=transpose`, Xeon, 1 thread),
+        // 256 bytes × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms; 64 × 8: 41-50 ms.
         if self.tier.has_avx2() {
-            64
+            TransposeBlock {
+                line_bytes: 256,
+                run: 64,
+            }
         } else {
-            8
+            crate::plan::blocking::LINE_BY_ROWS
         }
     }
 

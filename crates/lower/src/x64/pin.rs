@@ -24,7 +24,8 @@ impl Emitter<'_> {
     /// Moves dim `d`'s counter and the offsets of the maps that move along `d` into registers
     /// (as many as there are; the rest stay in their slots). Only around code that calls
     /// nothing; [`Emitter::unpin`] puts them back.
-    pub(crate) fn pin_loop_state(&mut self, d: usize) {
+    /// `extra` are further slots the loop steps (tile column pointers, see `tile.rs`).
+    pub(crate) fn pin_loop_state(&mut self, d: usize, extra: &[i32]) {
         let mut slots = vec![self.lay.counter[d]];
         let moving: Vec<i32> = self
             .maps()
@@ -34,6 +35,7 @@ impl Emitter<'_> {
             .collect();
         slots.extend(moving);
         slots.dedup();
+        slots.extend_from_slice(extra);
         for (slot, reg) in slots.into_iter().zip(PIN_REGS) {
             x64!(self.ops; mov Rq(reg), QWORD [rsp + slot]);
             self.pinned.push((slot, reg));
@@ -47,7 +49,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn pinned_reg(&self, slot: i32) -> Option<u8> {
+    pub(crate) fn pinned_reg(&self, slot: i32) -> Option<u8> {
         self.pinned
             .iter()
             .find(|&&(s, _)| s == slot)

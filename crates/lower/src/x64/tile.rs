@@ -26,12 +26,16 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::x64;
 use super::kernel::Emitter;
-use super::vector::{TILE_COLS, TILE_ROWS};
+use super::vector::{VectorPlan, TILE_COLS, TILE_ROWS};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
 /// Bytes of one vector slot.
 const SLOT: i32 = 32;
+
+/// Bytes a tile column pointer moves per vector iteration (8 inner steps): one fill group's
+/// 16 columns.
+pub(crate) const TILE_STEP: i64 = (SLOT as u64 * TILE_COLS) as i64;
 
 impl Emitter<'_> {
     /// The body of the dim outside the vectorized one when tiles are read: at every 16th step
@@ -123,23 +127,44 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `ymm(dst) =` the tile column of the current point: slot `first + 16v + c` for inner
-    /// step `8v` and outer step `c` modulo 16.
-    pub(crate) fn emit_tile_column(&mut self, first: usize, dst: u8) {
+    /// At the start of a run of the vector loop, each tiled load's pointer to its first
+    /// column (slot `first + c` for outer step `c` modulo 16), in the slot after its columns;
+    /// returns those slots, which the loop pins and steps by [`TILE_STEP`].
+    pub(crate) fn emit_tile_pointers(&mut self, plan: &VectorPlan) -> Vec<i32> {
         let inner = self.k.dims.len() - 1;
-        let base = self.lay.vec_slot(first);
-        self.slot_to_rax(self.lay.counter[inner - 1]);
-        x64!(self.ops
-            ; and eax, (TILE_COLS - 1) as i32
-            ; shl eax, 5
-            ; mov edx, eax
-        );
-        // The inner step is a multiple of 8: 8v · 64 = v · 16 slots of 32 bytes.
-        self.slot_to_rax(self.lay.counter[inner]);
-        x64!(self.ops
-            ; shl rax, 6
-            ; add rax, rdx
-            ; vmovups Ry(dst), [rsp + rax + base]
-        );
+        let Some(outer) = inner.checked_sub(1) else {
+            return Vec::new();
+        };
+        let columns = (self.k.dims[inner] / TILE_ROWS * TILE_COLS) as usize;
+        let mut slots = Vec::new();
+        for first in plan.tile_slot.iter().flatten() {
+            let (base, pointer) = (
+                self.lay.vec_slot(*first),
+                self.lay.vec_slot(first + columns),
+            );
+            self.slot_to_rax(self.lay.counter[outer]);
+            x64!(self.ops
+                ; and eax, (TILE_COLS - 1) as i32
+                ; shl eax, 5
+                ; lea rax, [rsp + rax + base]
+                ; mov QWORD [rsp + pointer], rax
+            );
+            slots.push(pointer);
+        }
+        slots
+    }
+
+    /// `ymm(dst) =` the current tile column of the load whose slots start at `first`, through
+    /// its pointer (pinned while the vector loop runs).
+    pub(crate) fn emit_tile_column(&mut self, first: usize, dst: u8) {
+        let columns = (self.k.dims[self.k.dims.len() - 1] / TILE_ROWS * TILE_COLS) as usize;
+        let pointer = self.lay.vec_slot(first + columns);
+        match self.pinned_reg(pointer) {
+            Some(reg) => x64!(self.ops; vmovups Ry(dst), [Rq(reg)]),
+            None => x64!(self.ops
+                ; mov rax, QWORD [rsp + pointer]
+                ; vmovups Ry(dst), [rax]
+            ),
+        }
     }
 }

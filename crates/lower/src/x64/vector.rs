@@ -67,7 +67,8 @@ pub(crate) struct VectorPlan {
     /// written once at kernel entry.
     pub gather_slot: Vec<Option<usize>>,
     /// Per node: for a load transposed through tiles (see `tile.rs`), the first of the
-    /// consecutive slots its tiles' columns are written to.
+    /// consecutive slots its tiles' columns are written to; the slot after them holds the
+    /// pointer to the current column while a run of the vector loop reads them.
     pub tile_slot: Vec<Option<usize>>,
 }
 
@@ -326,7 +327,7 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         }
         if tileable(k, &map.strides, wide) {
             tile_slot[i] = Some(slots);
-            slots += (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize;
+            slots += (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize + 1;
         } else {
             gather_slot[i] = Some(slots);
             slots += 1;
@@ -362,16 +363,31 @@ impl Emitter<'_> {
         self.emit_bound(d, gpr::RCX);
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
-        self.pin_loop_state(d);
+        let tile_pointers = self.emit_tile_pointers(plan);
+        self.pin_loop_state(d, &tile_pointers);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         self.emit_vstore(plan)?;
         self.add_to_slot(counter, lanes);
+        for &slot in &tile_pointers {
+            self.add_to_slot(slot, super::tile::TILE_STEP);
+        }
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
-        self.emit_bound(d, gpr::RCX);
-        self.slot_to_rax(counter);
-        x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+        // counter + lanes <= bound; against a constant bound of at least a vector, as
+        // counter <= bound - lanes on the pinned counter.
+        let last_start = (d > 0)
+            .then(|| self.k.dims[d].checked_sub(lanes as u64))
+            .flatten()
+            .and_then(|b| i32::try_from(b).ok());
+        match (last_start, self.pinned_reg(counter)) {
+            (Some(last), Some(reg)) => x64!(self.ops; cmp Rq(reg), last ; jbe =>vtop),
+            _ => {
+                self.emit_bound(d, gpr::RCX);
+                self.slot_to_rax(counter);
+                x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+            }
+        }
         self.unpin();
         if self.tier == X64Tier::Avx512 && !plan.needs_scalar_tail() {
             let done = self.ops.new_dynamic_label();
@@ -467,8 +483,25 @@ impl Emitter<'_> {
             x64!(self.ops; vmovups [rcx + rax * 8], Ry(src));
         } else {
             x64!(self.ops; vmovups [rcx + rax * 4], Ry(src));
+            if let Some(ahead) = self.store_prefetch_distance(plan) {
+                x64!(self.ops; prefetcht0 [rcx + rax * 4 + ahead]);
+            }
         }
         Ok(())
+    }
+
+    /// For a blocked transpose read through tiles, the bytes from a store to the same place in
+    /// the next block (one step of the dim outside the two tiled dims): each run writes a few
+    /// lines of one destination row and the next block continues them, a pattern no hardware
+    /// prefetcher catches in time, so the store waits for each line's ownership; asking for
+    /// it one block ahead overlaps that wait. A prefetch never faults, also past the end.
+    fn store_prefetch_distance(&self, plan: &VectorPlan) -> Option<i32> {
+        let rank = self.k.dims.len();
+        if !plan.tiles() || rank < 3 {
+            return None;
+        }
+        let stride = *self.k.store.map.strides.get(rank - 3)?;
+        i32::try_from(stride.checked_mul(4)?).ok()
     }
 
     /// Node `i`'s scalar value, broadcast to every lane of its home (a bool becomes a mask).

@@ -94,14 +94,17 @@ impl Emitter<'_> {
             Node::Load { binding, .. } => {
                 let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
                 let b = binding as i32 * 8;
-                self.slot_to_rax(map);
-                x64!(self.ops; mov rcx, QWORD [r12 + b]);
                 if let Some(first) = plan.tile_slot.get(i).copied().flatten() {
                     if self.masked {
                         return Err(self.unsupported("a tile in a masked tail"));
                     }
                     self.emit_tile_column(first, dst);
-                } else if let Some(slot) = plan.gather_slot.get(i).copied().flatten() {
+                    self.vfinish(plan, i, dst);
+                    return Ok(());
+                }
+                self.slot_to_rax(map);
+                x64!(self.ops; mov rcx, QWORD [r12 + b]);
+                if let Some(slot) = plan.gather_slot.get(i).copied().flatten() {
                     if self.masked {
                         return Err(self.unsupported("a gather in a masked tail"));
                     }

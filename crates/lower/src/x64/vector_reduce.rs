@@ -61,7 +61,7 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
         self.vconst(ACC_REG, identity, plan.wide);
-        self.pin_loop_state(d);
+        self.pin_loop_state(d, &[]);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         let value = self.vsrc(plan, self.k.result, 0)?;

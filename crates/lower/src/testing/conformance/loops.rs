@@ -92,12 +92,13 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     // contiguously beside the transposed one: on x64's AVX2 path 4-byte lanes read the
     // transposed operand through tiles (inner runs of 8 to 128), 8-byte lanes gather.
     for dtype in [DType::F32, DType::I32, DType::F64] {
-        for (n, m, run) in [
-            (32u64, 128u64, 64u64),
-            (48, 16, 8),
-            (64, 256, 128),
-            (32, 32, 16),
-        ] {
+        let cases = [
+            (32u64, 128u64, 64u64, 64u64),
+            (48, 16, 64, 8),
+            (128, 256, 256, 128),
+            (64, 32, 128, 16),
+        ];
+        for (n, m, line_bytes, run) in cases {
             let mut k = binary_2d(
                 [n, m],
                 dtype,
@@ -105,7 +106,8 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 (m, 0, [0, 1]),
                 BinaryOp::Add,
             );
-            crate::plan::blocking::block_transposes(&mut k, run);
+            let block = crate::TransposeBlock { line_bytes, run };
+            crate::plan::blocking::block_transposes(&mut k, block);
             for workgroups in [1, 3] {
                 s.check(&k, &buffers_for(&k, 7), workgroups)?;
             }

@@ -80,7 +80,13 @@ fn vector_path_is_taken_where_it_applies() {
     assert!(!vector_tiles(&strided(DType::F32, [4, 5])));
     for (dtype, tiles) in [(DType::F32, true), (DType::I32, true), (DType::F64, false)] {
         let mut blocked = strided(dtype, [64, 128]);
-        crate::plan::blocking::block_transposes(&mut blocked, 64);
+        crate::plan::blocking::block_transposes(
+            &mut blocked,
+            crate::TransposeBlock {
+                line_bytes: 64,
+                run: 64,
+            },
+        );
         assert_eq!(blocked.dims.len(), 4, "{dtype} blocked");
         assert_eq!(vector_tiles(&blocked), tiles, "{dtype}");
     }
