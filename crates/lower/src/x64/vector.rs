@@ -484,7 +484,7 @@ impl Emitter<'_> {
         } else {
             x64!(self.ops; vmovups [rcx + rax * 4], Ry(src));
             if let Some(ahead) = self.store_prefetch_distance(plan) {
-                x64!(self.ops; prefetcht0 [rcx + rax * 4 + ahead]);
+                x64!(self.ops; prefetcht1 [rcx + rax * 4 + ahead]);
             }
         }
         Ok(())
@@ -493,8 +493,10 @@ impl Emitter<'_> {
     /// For a blocked transpose read through tiles, the bytes from a store to the same place in
     /// the next block (one step of the dim outside the two tiled dims): each run writes a few
     /// lines of one destination row and the next block continues them, a pattern no hardware
-    /// prefetcher catches in time, so the store waits for each line's ownership; asking for
-    /// it one block ahead overlaps that wait. A prefetch never faults, also past the end.
+    /// prefetcher catches in time, so the store waits for each line; asking for it (into the
+    /// L2, as the tile fills do) one block ahead overlaps that wait. A prefetch never faults,
+    /// also past the end. (`prefetchw` would also ask for ownership, but it is a feature of
+    /// its own that the tiers do not declare.)
     fn store_prefetch_distance(&self, plan: &VectorPlan) -> Option<i32> {
         let rank = self.k.dims.len();
         if !plan.tiles() || rank < 3 {
