@@ -41,9 +41,9 @@ pub(crate) const LINE_BY_ROWS: TransposeBlock = TransposeBlock {
 const FAR: i64 = 16;
 
 /// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
-/// documentation); otherwise leaves it as it is, in the blocks `block` asks for (the
-/// target's [`crate::Target::transpose_block`]; elements of other sizes than 4 bytes use
-/// one line by [`ROWS`]).
+/// documentation), otherwise leaves it as it is. The blocks are those `block` asks for (the
+/// target's [`crate::Target::transpose_block`]) when every value is 4 bytes and the dims
+/// divide into them; else one line by [`ROWS`].
 pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
@@ -75,15 +75,20 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
         .nodes
         .get(k.result as usize)
         .map_or(4, |n| n.dtype.size_bytes().max(1));
-    let (line, rows) = if size == 4 {
-        ((block.line_bytes / size).max(1), block.run.max(1))
-    } else {
-        ((LINE / size).max(1), ROWS)
-    };
     let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
-    if !fits(k.dims[d], line) || !fits(k.dims[last], rows) {
+    let fits_both = |(line, rows): (u64, u64)| fits(k.dims[d], line) && fits(k.dims[last], rows);
+    // The target's blocks are for code that reads whole lines of 4-byte values; a kernel
+    // with a value of another size (a convert, say) may run element by element.
+    let all_4_bytes = k.nodes.iter().all(|n| n.dtype.size_bytes() == 4);
+    let asked = ((block.line_bytes / size).max(1), block.run.max(1));
+    let lines = ((LINE / size).max(1), ROWS);
+    let (line, rows) = if all_4_bytes && fits_both(asked) {
+        asked
+    } else if fits_both(lines) {
+        lines
+    } else {
         return;
-    }
+    };
     let (bd, bl) = (line as i64, rows as i64);
     let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
         let mut out: SmallVec<[i64; 8]> =

@@ -13,8 +13,10 @@
 //! rbx = state, r12 = state.bindings, r13 = state.imports
 //! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
 //!   otherwise workgroup 0 does everything and the others return at once
-//! map offsets = offset + stride[0] * lo0 ; constants into their slots (once)
+//! map offsets = offset + stride[0] * lo0 ; constants and gather lane offsets into their
+//!   slots (once)
 //! for each dim, outermost first (pre-tested, so an empty dim runs nothing):
+//!     [the dim outside a vector dim with tiled loads: every 16th step, the tile fills]
 //!     body ; counter += 1 ; every map offset += its stride for that dim
 //!   after the loop, offsets -= stride * trip (dims > 0) so the next outer iteration resumes
 //! at the parallel point: evaluate nodes and store, or init accumulator, loop over the

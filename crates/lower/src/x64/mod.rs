@@ -8,14 +8,17 @@
 //!   and reductions;
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (SSE2 for floats, general registers
 //!   for integers and bools) covering every node and dtype;
-//! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path for contiguous
-//!   innermost dims (elementwise, and reductions over the innermost dim);
+//! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path along the innermost
+//!   dim (elementwise, with contiguous, broadcast or gathered loads; and reductions over the
+//!   innermost dim); `tile.rs`: transposing loads read through tiles;
 //! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`), used by
-//!   the AVX-512 tier's masked tails; `vex.rs`: the FMA forms dynasm encodes wrongly.
+//!   the AVX-512 tier's masked tails; `vex.rs`: the FMA forms and `vgatherdpd`, which dynasm
+//!   encodes wrongly.
 //!
 //! What each tier emits: SSE2 runs every kernel with the scalar loops; AVX2 vectorizes the
 //! kernels `vector.rs` accepts (others stay scalar, whole kernel); AVX-512 is AVX2 plus a
-//! masked final iteration instead of the scalar tail.
+//! masked final iteration instead of the scalar tail (except in kernels that gather or read
+//! tiles, which keep the scalar tail).
 //!
 //! Every kernel is emitted into one `dynasmrt::VecAssembler`; each kernel is committed on its
 //! own so an assembler error names the kernel. Run-time values never reach an encoding that
@@ -176,8 +179,9 @@ impl Target for X64Target {
 
     fn transpose_block(&self) -> TransposeBlock {
         // The AVX2 path reads a transposing load's source lines whole (`tile.rs`). On a
-        // 4096² f32 transpose (`cargo xtask bench memory --only=transpose`, Xeon, 1 thread),
-        // 256 bytes × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms; 64 × 8: 41-50 ms.
+        // 4096² f32 transpose (`cargo xtask bench memory --only=transpose`, Xeon, 1 thread,
+        // L1 prefetches then), 256 bytes × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms;
+        // 64 × 8: 41-50 ms.
         if self.tier.has_avx2() {
             TransposeBlock {
                 line_bytes: 256,

@@ -81,8 +81,8 @@ impl Emitter<'_> {
             );
             // The plan bounded the stride so these displacements fit 32 bits.
             let row = |r: i64, quarter: i64| (4 * r * stride + 16 * quarter) as i32;
-            // The next fill (the next block of the blocked loop order) reads the same columns
-            // of the rows one run further on: each row's line lies in a page of its own, which
+            // The fill one block later in the blocked loop order reads the same columns of
+            // the rows one run further on: each row's line lies in a page of its own, which
             // no hardware prefetcher follows, so ask for them now, into the L2: a prefetch
             // into the L1 (`prefetcht0`) holds one of its few fill buffers for the whole trip
             // to memory and measured 20-30% slower. A prefetch never faults, also past the

@@ -6,10 +6,10 @@
 //! the innermost dim (stride 1), or it reduces over its innermost dim (`vector_reduce.rs`);
 //! and every load varying along that dim is contiguous (stride 1) or, in an elementwise
 //! kernel, strided (a transposing read: one AVX2 gather per vector, its lane offsets
-//! written to a frame slot once at kernel entry; or, when the innermost dim is one vector
-//! long and the next one out reads contiguously, 8×8 tiles transposed in registers, see
-//! `tile.rs`; either way the scalar tail even on AVX-512, whose masked tail has neither
-//! here); an elementwise kernel
+//! written to a frame slot once at kernel entry; or, for 32-bit lanes when the innermost dim
+//! is a short run of whole vectors and the next one out reads contiguously, 8×16 tiles
+//! transposed in registers into frame slots, see `tile.rs`; either way the scalar tail even
+//! on AVX-512, whose masked tail has neither here); an elementwise kernel
 //! reads the stored binding only through the store's own map (a point must not see a later
 //! point's store early); and every node that varies along the dim has a vector form here (see
 //! `vector_ops.rs`) in one lane width: f32/i32 (8 lanes) or f64/i64 (4 lanes), with bools as
@@ -88,7 +88,7 @@ impl VectorPlan {
         self.tiles() || self.gather_slot.iter().any(Option::is_some)
     }
 
-    /// Whether some load reads through 8×8 tiles.
+    /// Whether some load reads through tiles (`tile.rs`).
     pub(crate) fn tiles(&self) -> bool {
         self.tile_slot.iter().any(Option::is_some)
     }
@@ -172,9 +172,13 @@ pub(crate) const TILE_ROWS: u64 = 8;
 pub(crate) const TILE_COLS: u64 = 16;
 /// The longest inner run read through tiles: its tiles take `run / 8 · 16` vector slots (8 KiB).
 const MAX_TILE_RUN: u64 = 128;
+/// The frame bytes all of a kernel's tiles may take (the frame holds at most 48 KiB, and
+/// the tiles are reread from the L1 cache); further strided loads gather.
+const TILE_BUDGET: usize = 16 << 10;
 
 /// Whether a strided load of `k` (its map `strides`) can be read through tiles: 32-bit lanes;
-/// an innermost dim of whole vectors, short enough for its tiles to sit in the frame; a
+/// an innermost dim of whole vectors (at least one: the fill loop runs at least once), short
+/// enough for its tiles to sit in the frame; a
 /// contiguous read along the dim outside it, whose size is a multiple of 16 and which starts
 /// at 0 (it is not dim 0, the one workgroups split), so every tile lies inside the space.
 fn tileable(k: &LoopKernel, strides: &[i64], wide: bool) -> bool {
@@ -184,12 +188,13 @@ fn tileable(k: &LoopKernel, strides: &[i64], wide: bool) -> bool {
     };
     !wide
         && outer > 0
+        && k.dims[inner] >= TILE_ROWS
         && k.dims[inner].is_multiple_of(TILE_ROWS)
         && k.dims[inner] <= MAX_TILE_RUN
         && k.dims[outer].is_multiple_of(TILE_COLS)
         && strides.get(outer) == Some(&1)
         && strides.get(inner).is_some_and(|s| {
-            // Row offsets up to two runs ahead (the fill's prefetches) fit a displacement.
+            // Row offsets up to `run + 7` rows on (the fill's prefetches) fit a displacement.
             s.unsigned_abs()
                 .checked_mul(4 * (k.dims[inner] + TILE_ROWS))
                 .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
@@ -318,6 +323,7 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     });
     let mut gather_slot = vec![None; n];
     let mut tile_slot = vec![None; n];
+    let mut tile_bytes = 0;
     for (i, kn) in k.nodes.iter().enumerate() {
         let Node::Load { map, .. } = &kn.node else {
             continue;
@@ -325,9 +331,11 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         if !gathered[i] {
             continue;
         }
-        if tileable(k, &map.strides, wide) {
+        let tile_slots = (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize + 1;
+        if tileable(k, &map.strides, wide) && tile_bytes + 32 * tile_slots <= TILE_BUDGET {
             tile_slot[i] = Some(slots);
-            slots += (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize + 1;
+            slots += tile_slots;
+            tile_bytes += 32 * tile_slots;
         } else {
             gather_slot[i] = Some(slots);
             slots += 1;

@@ -1,7 +1,8 @@
 //! The VEX forms dynasm 5.1 encodes wrongly, written as bytes: the FMA instructions with
 //! VEX.W = 1 (`vfmadd231pd`, `vfmadd231sd`) come out as their single-precision twins, so
 //! every `vfmadd231` form the loop kernels use is built here (the f32 ones too, so one
-//! encoder serves all four). `tests/encoding.rs` decodes each with iced-x86.
+//! encoder serves all four); likewise `vgatherdpd` (it comes out as `vgatherdps`).
+//! `tests/encoding.rs` decodes each with iced-x86.
 
 /// `vfmadd231{ps,pd,ss,sd} dst, b, c` (VEX.66.0F38 B8 packed / B9 scalar): `dst += b · c`,
 /// rounded once. `wide` picks f64 (W = 1); `packed` picks the 256-bit packed form (ymm, L = 1)

@@ -1,6 +1,7 @@
-//! Loop nests: reductions, maps (transposed, blocked transposes, broadcast, reversed), lengths around every vector
-//! width, workgroup splits, 64-bit strides, in-place updates, uniform values with imports and
-//! gathers, and kernels with more live values than registers.
+//! Loop nests: reductions, maps (transposed, blocked like transposes, broadcast, reversed),
+//! lengths around every vector width, workgroup splits, 64-bit strides, in-place updates,
+//! uniform values with imports and gathers, and kernels with more live values than
+//! registers.
 
 use accy_artifact::Access;
 use accy_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
@@ -112,6 +113,61 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 s.check(&k, &buffers_for(&k, 7), workgroups)?;
             }
         }
+    }
+    // An empty inner dim under outer loops that run: a read that would tile reads nothing.
+    let empty_inner = LoopKernel {
+        name: "tile_empty_inner".into(),
+        dims: SmallVec::from_slice(&[2, 16, 0]),
+        parallel_rank: 3,
+        bindings: vec![
+            kb(DType::F32, 16, Access::Read),
+            kb(DType::F32, 1, Access::Write),
+        ],
+        nodes: vec![load(0, 0, &[0, 1, 16], DType::F32)],
+        result: 0,
+        reduction: None,
+        store: Store {
+            binding: 1,
+            map: IndexMap::new(0, &[0, 0, 1]),
+        },
+    };
+    s.check(&empty_inner, &buffers_for(&empty_inner, 3), 1)?;
+    // Six transposed reads of 128-long runs: more tiles than the frame budget holds, so the
+    // later reads gather.
+    let reads = 6u32;
+    let mut nodes: Vec<KernelNode> = (0..reads)
+        .map(|b| load(b, 0, &[4096, 1, 32], DType::F32))
+        .collect();
+    for i in 1..reads {
+        let lhs = if i == 1 { 0 } else { nodes.len() as u32 - 1 };
+        nodes.push(kn(
+            Node::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs: i,
+            },
+            DType::F32,
+        ));
+    }
+    let mut bindings: Vec<_> = (0..reads)
+        .map(|_| kb(DType::F32, 8192, Access::Read))
+        .collect();
+    bindings.push(kb(DType::F32, 8192, Access::Write));
+    let many_tiles = LoopKernel {
+        name: "many_tiles".into(),
+        dims: SmallVec::from_slice(&[2, 32, 128]),
+        parallel_rank: 3,
+        bindings,
+        result: nodes.len() as u32 - 1,
+        nodes,
+        reduction: None,
+        store: Store {
+            binding: reads,
+            map: IndexMap::new(0, &[4096, 128, 1]),
+        },
+    };
+    for workgroups in [1, 2] {
+        s.check(&many_tiles, &buffers_for(&many_tiles, 5), workgroups)?;
     }
     // Three dims: a reversed everywhere, b broadcast, a column-major store.
     let k = LoopKernel {

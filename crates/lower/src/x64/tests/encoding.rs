@@ -189,7 +189,8 @@ fn avx2_add_kernel_uses_a_ymm_loop_and_its_declared_features() {
 }
 
 /// dynasm 5.1 encodings the vector code works around, pinned against iced-x86: if dynasm is
-/// fixed, these fail and the workarounds in `vector.rs` / `vector_ops.rs` can go.
+/// fixed, these fail and the workarounds in `vector.rs` / `vector_ops.rs` / `tile.rs` (and
+/// `vex.rs`'s `vgatherdpd`) can go.
 #[test]
 fn dynasm_quirks_are_as_worked_around() {
     #[allow(
