@@ -389,20 +389,7 @@ impl Emitter<'_> {
         }
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
-        // counter + lanes <= bound; against a constant bound of at least a vector, as
-        // counter <= bound - lanes on the pinned counter.
-        let last_start = (d > 0)
-            .then(|| self.k.dims[d].checked_sub(lanes as u64))
-            .flatten()
-            .and_then(|b| i32::try_from(b).ok());
-        match (last_start, self.pinned_reg(counter)) {
-            (Some(last), Some(reg)) => x64!(self.ops; cmp Rq(reg), last ; jbe =>vtop),
-            _ => {
-                self.emit_bound(d, gpr::RCX);
-                self.slot_to_rax(counter);
-                x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
-            }
-        }
+        self.emit_vector_loop_check(d, lanes, vtop);
         self.unpin();
         if self.tier == X64Tier::Avx512 && !plan.needs_scalar_tail() {
             let done = self.ops.new_dynamic_label();
@@ -428,6 +415,25 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>ttop ; =>end);
         self.emit_map_restore(d);
         Ok(())
+    }
+
+    /// Jumps to `top` while another whole vector fits in dim `d` (counter + lanes <= bound):
+    /// against a constant bound of at least a vector as counter <= bound - lanes on the
+    /// pinned counter, one compare.
+    pub(crate) fn emit_vector_loop_check(&mut self, d: usize, lanes: i64, top: DynamicLabel) {
+        let counter = self.lay.counter[d];
+        let last_start = (d > 0)
+            .then(|| self.k.dims[d].checked_sub(lanes as u64))
+            .flatten()
+            .and_then(|b| i32::try_from(b).ok());
+        match (last_start, self.pinned_reg(counter)) {
+            (Some(last), Some(reg)) => x64!(self.ops; cmp Rq(reg), last ; jbe =>top),
+            _ => {
+                self.emit_bound(d, gpr::RCX);
+                self.slot_to_rax(counter);
+                x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>top);
+            }
+        }
     }
 
     /// The uniform values at the first point of a run of the inner loop (they hold for all of

@@ -171,6 +171,28 @@ impl Emitter<'_> {
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
             }
             Node::Fma { a, b, c } => {
+                // A factor that lives in a slot is read as the memory operand.
+                let in_slot = |id: u32| match plan.home.get(id as usize) {
+                    Some(Home::Slot(s)) => Some(*s),
+                    _ => None,
+                };
+                let spilled = match (in_slot(a), in_slot(b)) {
+                    (_, Some(s)) => Some((a, s)),
+                    (Some(s), None) => Some((b, s)),
+                    (None, None) => None,
+                };
+                if let Some((factor, slot)) = spilled {
+                    let r = self.vsrc(plan, factor, 0)?;
+                    let acc = if dst == r { 3 } else { dst };
+                    self.vsrc_into(plan, c, acc)?;
+                    let disp = self.lay.vec_slot(slot);
+                    self.ops.extend(super::vex::vfmadd231_rsp(acc, r, disp, w));
+                    if acc != dst {
+                        x64!(self.ops; vmovaps Ry(dst), Ry(acc));
+                    }
+                    self.vfinish(plan, i, dst);
+                    return Ok(());
+                }
                 let a = self.vsrc(plan, a, 0)?;
                 let b = self.vsrc(plan, b, 1)?;
                 // vfmadd231 accumulates into its destination: start it from c (loaded straight

@@ -69,10 +69,8 @@ impl Emitter<'_> {
         self.add_to_slot(counter, lanes);
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
-        self.emit_bound(d, gpr::RCX);
         let spill = self.lay.vec_slot(acc_slot);
-        self.slot_to_rax(counter);
-        x64!(self.ops; add rax, lanes as i32 ; cmp rax, rcx ; jbe =>vtop);
+        self.emit_vector_loop_check(d, lanes, vtop);
         self.unpin();
         let avx512 = self.tier == X64Tier::Avx512;
         if avx512 {

@@ -39,3 +39,27 @@ pub(crate) fn vgatherdpd_rcx(dst: u8, index: u8, mask: u8) -> [u8; 6] {
         (0b11 << 6) | ((index & 7) << 3) | 0b001,
     ]
 }
+
+/// `vfmadd231{ps,pd} ymm(dst), ymm(b), [rsp + disp]` (VEX.256.66.0F38 B8 /r with a memory
+/// operand): `dst += b · m256`, rounded once, the second factor read from the frame. `wide`
+/// picks f64 (W = 1). Registers are 0–15.
+pub(crate) fn vfmadd231_rsp(dst: u8, b: u8, disp: i32, wide: bool) -> [u8; 10] {
+    let inv = |r: u8| (!(r >> 3)) & 1;
+    let d = disp.to_le_bytes();
+    [
+        0xC4,
+        // R̄, X̄ and B̄ (rsp, no index), then map 0F38.
+        (inv(dst) << 7) | (1 << 6) | (1 << 5) | 0b00010,
+        // W, v̄vvv (the first factor), L = 1, pp = 66.
+        (u8::from(wide) << 7) | ((!b & 0xF) << 3) | (1 << 2) | 0b01,
+        0xB8,
+        // mod 10 (disp32), reg = dst, rm = 100 (a SIB follows).
+        0x80 | ((dst & 7) << 3) | 0b100,
+        // No index, base rsp.
+        0x24,
+        d[0],
+        d[1],
+        d[2],
+        d[3],
+    ]
+}

@@ -268,7 +268,7 @@ vgatherdpd ymm9,[rcx+xmm10*8],ymm11
 }
 
 /// Every `vfmadd231` form `vex.rs` writes as bytes (dynasm gets the W = 1 ones wrong), for
-/// low and high registers.
+/// low and high registers, and the forms with a frame operand.
 #[test]
 fn vex_fma_forms_decode_as_intended() {
     use crate::x64::vex::vfmadd231;
@@ -295,6 +295,20 @@ vfmadd231ps ymm8,ymm0,ymm15
 vfmadd231pd ymm8,ymm0,ymm15
 vfmadd231ss xmm8,xmm0,xmm15
 vfmadd231sd xmm8,xmm0,xmm15
+";
+    assert_eq!(disassemble(&code).expect("decodes"), expected);
+    let mut code = Vec::new();
+    for (dst, b, disp, wide) in [
+        (1, 2, 0x40, false),
+        (12, 13, 0x1_2340, true),
+        (0, 9, 0, false),
+    ] {
+        code.extend(crate::x64::vex::vfmadd231_rsp(dst, b, disp, wide));
+    }
+    let expected = "\
+vfmadd231ps ymm1,ymm2,[rsp+0x40]
+vfmadd231pd ymm12,ymm13,[rsp+0x12340]
+vfmadd231ps ymm0,ymm9,[rsp]
 ";
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }
