@@ -43,7 +43,8 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// The blocks a transposing kernel of 4-byte elements is cut into (see `plan::blocking`):
+    /// The blocks a transposing kernel of 4- or 8-byte elements is cut into (see
+    /// `plan::blocking`):
     /// the bytes of the block along the dim its load reads contiguously, and the elements of
     /// the inner run (the source rows of a block). The default, one 64-byte line by 8 rows
     /// (below any L1's associativity), suits code that uses up each loaded line element by
@@ -66,8 +67,8 @@ pub struct TransposeBlock {
     /// Bytes of a block along the dim the transposed load reads contiguously (a multiple of
     /// 64, one cache line).
     pub line_bytes: u64,
-    /// Elements of a block along the innermost (stored contiguously) dim, for 4-byte
-    /// elements; other sizes use 8.
+    /// Elements of a block along the innermost (stored contiguously) dim. Both fields apply
+    /// to kernels whose values are all 4 bytes or all 8 bytes; others use one line by 8.
     pub run: u64,
 }
 

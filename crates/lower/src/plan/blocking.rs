@@ -42,8 +42,8 @@ const FAR: i64 = 16;
 
 /// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
 /// documentation), otherwise leaves it as it is. The blocks are those `block` asks for (the
-/// target's [`crate::Target::transpose_block`]) when every value is 4 bytes and the dims
-/// divide into them; else one line by [`ROWS`].
+/// target's [`crate::Target::transpose_block`]) when every value is 4 bytes, or every value
+/// 8 bytes, and the dims divide into them; else one line by [`ROWS`].
 pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
@@ -77,12 +77,13 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
         .map_or(4, |n| n.dtype.size_bytes().max(1));
     let fits = |n: u64, b: u64| n.is_multiple_of(b) && n >= 2 * b;
     let fits_both = |(line, rows): (u64, u64)| fits(k.dims[d], line) && fits(k.dims[last], rows);
-    // The target's blocks are for code that reads whole lines of 4-byte values; a kernel
-    // with a value of another size (a convert, say) may run element by element.
-    let all_4_bytes = k.nodes.iter().all(|n| n.dtype.size_bytes() == 4);
+    // The target's blocks are for code that reads whole lines of 4- or 8-byte values; a
+    // kernel with values of several sizes (a convert, say) may run element by element.
+    let uniform_size =
+        (size == 4 || size == 8) && k.nodes.iter().all(|n| n.dtype.size_bytes() == size);
     let asked = ((block.line_bytes / size).max(1), block.run.max(1));
     let lines = ((LINE / size).max(1), ROWS);
-    let (line, rows) = if all_4_bytes && fits_both(asked) {
+    let (line, rows) = if uniform_size && fits_both(asked) {
         asked
     } else if fits_both(lines) {
         lines

@@ -1,22 +1,25 @@
 //! Transposing loads through tiles: a load that walks the vectorized (innermost) dim with a
 //! large stride, but the dim outside it contiguously — the read side of a transpose after
-//! `plan::blocking` has cut it into blocks — is read whole 64-byte lines at a time: every 16th
-//! step of the outer dim, for each 8 rows of the inner run, 8 rows × 16 contiguous elements
-//! are transposed in registers into 16 vectors in frame slots, one per outer step. A vector
-//! iteration then reads its column from a slot instead of gathering 8 elements from 8 lines,
-//! and every source line is used up by the instructions that load it, so nothing depends on a
-//! line staying in the L1 cache (rows a power of two apart all fall into one of its sets).
+//! `plan::blocking` has cut it into blocks — is read whole 64-byte lines at a time. At every
+//! `cols`-th step of the outer dim (16 for 32-bit lanes, 8 for 64-bit ones), for each group of
+//! `rows` rows of the inner run (a vector's lanes: 8 or 4), `rows × cols` contiguous elements
+//! are transposed in registers into `cols` vectors in frame slots, one per outer step
+//! ([`TileShape`]). A vector iteration then reads its column from a slot instead of gathering
+//! its lanes from as many lines, and every source line is used up by the instructions that
+//! load it, so nothing depends on a line staying in the L1 cache (rows a power of two apart
+//! all fall into one of its sets).
 //!
 //! The vector plan admits a tile only when the inner run is whole vectors and at most
-//! `MAX_TILE_RUN` long, and the outer dim's size is a multiple of 16 and it starts at 0 (see
-//! `vector::tileable`): the fill at every 16th outer step covers points of the space only,
-//! and the next 16 steps use it up. The inner loop's scalar tail never runs (the run is whole
-//! vectors) and reads memory directly anyway.
+//! `MAX_TILE_RUN` long, and the outer dim's size is a multiple of `cols` and it starts at 0
+//! (see `vector::tileable`): the fill at every `cols`-th outer step covers points of the
+//! space only, and the next `cols` steps use it up. The inner loop's scalar tail never runs
+//! (the run is whole vectors) and reads memory directly anyway.
 //!
-//! Each 8×4 quarter of a fill is four 128-bit row pieces paired by lane (row q low, row q+4
-//! high), then a 4×4 transpose within each 128-bit lane: 16 shuffles per 64 elements, in the
-//! scratch registers ymm0–ymm4 only, so vector values the plan keeps in ymm5–ymm15 across the
-//! loop survive.
+//! 32-bit lanes: each 8×4 quarter of a fill is four 128-bit row pieces paired by lane (row q
+//! low, row q+4 high), then a 4×4 transpose within each 128-bit lane: 16 shuffles per 64
+//! elements. 64-bit lanes: each 4×2 piece is rows 0/2 and 1/3 paired by lane, then one unpack
+//! per column. Both use the scratch registers ymm0–ymm4 only, so vector values the plan keeps
+//! in ymm5–ymm15 across the loop survive.
 
 #[allow(
     unused_imports,
@@ -26,7 +29,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::x64;
 use super::kernel::Emitter;
-use super::vector::{VectorPlan, TILE_COLS, TILE_ROWS};
+use super::vector::VectorPlan;
 use crate::kernel::Node;
 use crate::target::EmitError;
 
@@ -38,27 +41,71 @@ pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 2;
 /// Bytes of one vector slot.
 const SLOT: i32 = 32;
 
-/// Bytes a tile column pointer moves per vector iteration (8 inner steps): one fill group's
-/// 16 columns.
-pub(crate) const TILE_STEP: i64 = (SLOT as u64 * TILE_COLS) as i64;
+/// The shape of the tiles for one lane width: a fill group is `rows` rows (one vector's
+/// lanes) by `cols` columns (a 64-byte line of each row).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileShape {
+    /// Rows per fill group: the lanes of a vector.
+    pub rows: u64,
+    /// Columns per fill: one 64-byte line.
+    pub cols: u64,
+    /// Bytes per element.
+    pub elem: i64,
+}
+
+impl TileShape {
+    /// The shape for 64-bit lanes (`wide`) or 32-bit lanes.
+    pub(crate) fn of(wide: bool) -> TileShape {
+        if wide {
+            TileShape {
+                rows: 4,
+                cols: 8,
+                elem: 8,
+            }
+        } else {
+            TileShape {
+                rows: 8,
+                cols: 16,
+                elem: 4,
+            }
+        }
+    }
+
+    /// The vector slots the tiles of an inner run of `run` elements take (the column pointer
+    /// takes one more).
+    pub(crate) fn slots(self, run: u64) -> usize {
+        (run / self.rows * self.cols) as usize
+    }
+
+    /// Bytes a column pointer moves per vector iteration: one fill group's columns.
+    pub(crate) fn step(self) -> i64 {
+        i64::from(SLOT) * self.cols as i64
+    }
+}
 
 impl Emitter<'_> {
-    /// The body of the dim outside the vectorized one when tiles are read: at every 16th step
-    /// (the step counter is a multiple of 16) the tile fills first, then the vectorized dim.
+    /// The tile shape of this kernel's vector plan.
+    fn tile_shape(&self) -> TileShape {
+        TileShape::of(self.vplan.as_ref().is_some_and(|p| p.wide))
+    }
+
+    /// The body of the dim outside the vectorized one when tiles are read: at every
+    /// `cols`-th step (16 or 8) the tile fills first, then the vectorized dim.
     pub(crate) fn emit_tiled_step(&mut self, inner: usize) -> Result<(), EmitError> {
         let outer = inner - 1;
+        let shape = self.tile_shape();
         let skip = self.ops.new_dynamic_label();
         let counter = self.lay.counter[outer];
-        x64!(self.ops; test BYTE [rsp + counter], (TILE_COLS - 1) as i8 ; jnz =>skip);
-        self.emit_tile_fills(inner)?;
+        x64!(self.ops; test BYTE [rsp + counter], (shape.cols - 1) as i8 ; jnz =>skip);
+        self.emit_tile_fills(inner, shape)?;
         x64!(self.ops; =>skip);
         self.emit_dim(inner)
     }
 
-    /// Every tiled load's tiles at the current point (outer step `16j`, inner step 0): for
-    /// each 8 rows `8v..8v+8` of the inner run, column `c` (outer step `16j + c`) goes to slot
-    /// `first + 16v + c`.
-    fn emit_tile_fills(&mut self, inner: usize) -> Result<(), EmitError> {
+    /// Every tiled load's tiles at the current point (outer step `cols · j`, inner step 0):
+    /// for each group of `rows` rows `rows · v ..` of the inner run, column `c` (outer step
+    /// `cols · j + c`) goes to slot `first + cols · v + c`.
+    fn emit_tile_fills(&mut self, inner: usize, shape: TileShape) -> Result<(), EmitError> {
         let Some(plan) = &self.vplan else {
             return Ok(());
         };
@@ -70,63 +117,45 @@ impl Emitter<'_> {
                 tiles.push((*first, *binding, map_slot, stride));
             }
         }
-        let groups = (self.k.dims[inner] / TILE_ROWS) as i32;
+        let groups = (self.k.dims[inner] / shape.rows) as i32;
+        let run = self.k.dims[inner] as i64;
         for (first, binding, map_slot, stride) in tiles {
             let b = binding as i32 * 8;
             let base = self.lay.vec_slot(first);
             let top = self.ops.new_dynamic_label();
             self.slot_to_rax(map_slot);
-            // rcx: row 8v's first element; rdx: group v's first slot; eax: groups left.
+            x64!(self.ops; mov rcx, QWORD [r12 + b]);
+            if shape.elem == 8 {
+                x64!(self.ops; lea rcx, [rcx + rax * 8]);
+            } else {
+                x64!(self.ops; lea rcx, [rcx + rax * 4]);
+            }
+            // rcx: the group's first row; rdx: the group's first slot; eax: groups left.
             x64!(self.ops
-                ; mov rcx, QWORD [r12 + b]
-                ; lea rcx, [rcx + rax * 4]
                 ; lea rdx, [rsp + base]
                 ; mov eax, groups
                 ; =>top
             );
             // The plan bounded the stride so these displacements fit 32 bits.
-            let row = |r: i64, quarter: i64| (4 * r * stride + 16 * quarter) as i32;
+            let row = |r: i64, bytes: i64| (shape.elem * r * stride + bytes) as i32;
             // The fill [`FILL_PREFETCH_BLOCKS`] blocks later in the blocked loop order reads
-            // the same columns of the rows that many runs further on: each row's line lies in a page of its own, which
-            // no hardware prefetcher follows, so ask for them now, into the L2: a prefetch
-            // into the L1 (`prefetcht0`) holds one of its few fill buffers for the whole trip
-            // to memory and measured 20-30% slower. A prefetch never faults, also past the
-            // binding's end.
-            let run = self.k.dims[inner] as i64;
-            for r in 0..TILE_ROWS as i64 {
+            // the same columns of the rows that many runs further on: each row's line lies in
+            // a page of its own, which no hardware prefetcher follows, so ask for them now,
+            // into the L2: a prefetch into the L1 (`prefetcht0`) holds one of its few fill
+            // buffers for the whole trip to memory and measured 20-30% slower. A prefetch
+            // never faults, also past the binding's end.
+            for r in 0..shape.rows as i64 {
                 let at = row(FILL_PREFETCH_BLOCKS * run + r, 0);
                 x64!(self.ops; prefetcht1 [rcx + at]);
             }
-            for quarter in 0..4i64 {
-                for q in 0..4u8 {
-                    let (lo, hi) = (row(q as i64, quarter), row(q as i64 + 4, quarter));
-                    x64!(self.ops
-                        ; vmovups Rx(q), [rcx + lo]
-                        ; vinsertf128 Ry(q), Ry(q), [rcx + hi], 1
-                    );
-                }
-                // Lane by lane: t0 = ymm4, t1 = ymm0 (rows 0,1 interleaved), t2 = ymm1,
-                // t3 = ymm2 (rows 2,3); column j of the quarter pairs t's halves.
-                x64!(self.ops
-                    ; vunpcklps ymm4, ymm0, ymm1
-                    ; vunpckhps ymm0, ymm0, ymm1
-                    ; vunpcklps ymm1, ymm2, ymm3
-                    ; vunpckhps ymm2, ymm2, ymm3
-                );
-                let columns = [(4u8, 1u8, 0x44u8), (4, 1, 0xEE), (0, 2, 0x44), (0, 2, 0xEE)];
-                for (j, (a, c, imm)) in columns.into_iter().enumerate() {
-                    let at = SLOT * (4 * quarter as i32 + j as i32);
-                    // dynasm 5.1 swaps `vshufps`'s two sources (pinned in
-                    // tests/encoding.rs): this is ymm3 = shufps(ymm(a), ymm(c), imm).
-                    x64!(self.ops
-                        ; vshufps ymm3, Ry(c), Ry(a), imm as i8
-                        ; vmovups [rdx + at], ymm3
-                    );
-                }
+            if shape.elem == 8 {
+                self.emit_fill_group_64(row);
+            } else {
+                self.emit_fill_group_32(row);
             }
             x64!(self.ops
-                ; add rcx, (4 * TILE_ROWS as i64 * stride) as i32
-                ; add rdx, SLOT * TILE_COLS as i32
+                ; add rcx, row(shape.rows as i64, 0)
+                ; add rdx, SLOT * shape.cols as i32
                 ; sub eax, 1
                 ; jnz =>top
             );
@@ -134,15 +163,69 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// One group of 8 rows × 16 f32 columns at rcx (row `r`, byte `o` at `row(r, o)`) into
+    /// the 16 slots at rdx.
+    fn emit_fill_group_32(&mut self, row: impl Fn(i64, i64) -> i32) {
+        for quarter in 0..4i64 {
+            for q in 0..4u8 {
+                let (lo, hi) = (row(q as i64, 16 * quarter), row(q as i64 + 4, 16 * quarter));
+                x64!(self.ops
+                    ; vmovups Rx(q), [rcx + lo]
+                    ; vinsertf128 Ry(q), Ry(q), [rcx + hi], 1
+                );
+            }
+            // Lane by lane: t0 = ymm4, t1 = ymm0 (rows 0,1 interleaved), t2 = ymm1,
+            // t3 = ymm2 (rows 2,3); column j of the quarter pairs t's halves.
+            x64!(self.ops
+                ; vunpcklps ymm4, ymm0, ymm1
+                ; vunpckhps ymm0, ymm0, ymm1
+                ; vunpcklps ymm1, ymm2, ymm3
+                ; vunpckhps ymm2, ymm2, ymm3
+            );
+            let columns = [(4u8, 1u8, 0x44u8), (4, 1, 0xEE), (0, 2, 0x44), (0, 2, 0xEE)];
+            for (j, (a, c, imm)) in columns.into_iter().enumerate() {
+                let at = SLOT * (4 * quarter as i32 + j as i32);
+                // dynasm 5.1 swaps `vshufps`'s two sources (pinned in tests/encoding.rs):
+                // this is ymm3 = shufps(ymm(a), ymm(c), imm).
+                x64!(self.ops
+                    ; vshufps ymm3, Ry(c), Ry(a), imm as i8
+                    ; vmovups [rdx + at], ymm3
+                );
+            }
+        }
+    }
+
+    /// One group of 4 rows × 8 f64 columns at rcx into the 8 slots at rdx: per pair of
+    /// columns, rows 0 and 2 (and 1 and 3) paired by lane, then one unpack per column.
+    fn emit_fill_group_64(&mut self, row: impl Fn(i64, i64) -> i32) {
+        for pair in 0..4i64 {
+            let o = 16 * pair;
+            // (Not named r0..r3: inside `x64!` those are register names.)
+            let (at0, at1, at2, at3) = (row(0, o), row(1, o), row(2, o), row(3, o));
+            let (lo, hi) = (SLOT * 2 * pair as i32, SLOT * (2 * pair as i32 + 1));
+            x64!(self.ops
+                ; vmovups xmm0, [rcx + at0]
+                ; vinsertf128 ymm0, ymm0, [rcx + at2], 1
+                ; vmovups xmm1, [rcx + at1]
+                ; vinsertf128 ymm1, ymm1, [rcx + at3], 1
+                ; vunpcklpd ymm2, ymm0, ymm1
+                ; vunpckhpd ymm3, ymm0, ymm1
+                ; vmovups [rdx + lo], ymm2
+                ; vmovups [rdx + hi], ymm3
+            );
+        }
+    }
+
     /// At the start of a run of the vector loop, each tiled load's pointer to its first
-    /// column (slot `first + c` for outer step `c` modulo 16), in the slot after its columns;
-    /// returns those slots, which the loop pins and steps by [`TILE_STEP`].
+    /// column (slot `first + c` for outer step `c` modulo `cols`), in the slot after its
+    /// columns; returns those slots, which the loop pins and steps by [`TileShape::step`].
     pub(crate) fn emit_tile_pointers(&mut self, plan: &VectorPlan) -> Vec<i32> {
         let inner = self.k.dims.len() - 1;
         let Some(outer) = inner.checked_sub(1) else {
             return Vec::new();
         };
-        let columns = (self.k.dims[inner] / TILE_ROWS * TILE_COLS) as usize;
+        let shape = TileShape::of(plan.wide);
+        let columns = shape.slots(self.k.dims[inner]);
         let mut slots = Vec::new();
         for first in plan.tile_slot.iter().flatten() {
             let (base, pointer) = (
@@ -151,7 +234,7 @@ impl Emitter<'_> {
             );
             self.slot_to_rax(self.lay.counter[outer]);
             x64!(self.ops
-                ; and eax, (TILE_COLS - 1) as i32
+                ; and eax, (shape.cols - 1) as i32
                 ; shl eax, 5
                 ; lea rax, [rsp + rax + base]
                 ; mov QWORD [rsp + pointer], rax
@@ -164,7 +247,8 @@ impl Emitter<'_> {
     /// `ymm(dst) =` the current tile column of the load whose slots start at `first`, through
     /// its pointer (pinned while the vector loop runs).
     pub(crate) fn emit_tile_column(&mut self, first: usize, dst: u8) {
-        let columns = (self.k.dims[self.k.dims.len() - 1] / TILE_ROWS * TILE_COLS) as usize;
+        let shape = self.tile_shape();
+        let columns = shape.slots(self.k.dims[self.k.dims.len() - 1]);
         let pointer = self.lay.vec_slot(first + columns);
         match self.pinned_reg(pointer) {
             Some(reg) => x64!(self.ops; vmovups Ry(dst), [Rq(reg)]),

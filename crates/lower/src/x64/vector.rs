@@ -6,8 +6,8 @@
 //! the innermost dim (stride 1), or it reduces over its innermost dim (`vector_reduce.rs`);
 //! and every load varying along that dim is contiguous (stride 1) or, in an elementwise
 //! kernel, strided (a transposing read: one AVX2 gather per vector, its lane offsets
-//! written to a frame slot once at kernel entry; or, for 32-bit lanes when the innermost dim
-//! is a short run of whole vectors and the next one out reads contiguously, 8×16 tiles
+//! written to a frame slot once at kernel entry; or, when the innermost dim is a short run of
+//! whole vectors and the next one out reads contiguously, tiles of whole source lines
 //! transposed in registers into frame slots, see `tile.rs`; either way the scalar tail even
 //! on AVX-512, whose masked tail has neither here); an elementwise kernel
 //! reads the stored binding only through the store's own map (a point must not see a later
@@ -36,6 +36,7 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
 use super::kernel::Emitter;
+use super::tile::TileShape;
 use super::X64Tier;
 use crate::emit::vregs::allocate;
 pub(crate) use crate::emit::vregs::Home;
@@ -171,39 +172,35 @@ const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
 /// 4 blocks 22 ms.
 const STORE_PREFETCH_BLOCKS: i64 = 2;
 
-/// Rows (lanes) of one transposing tile: 32-bit lanes only.
-pub(crate) const TILE_ROWS: u64 = 8;
-/// Columns of a tile fill: a whole 64-byte line of each source row.
-pub(crate) const TILE_COLS: u64 = 16;
-/// The longest inner run read through tiles: its tiles take `run / 8 · 16` vector slots (8 KiB).
+/// The longest inner run read through tiles: its tiles take `run / rows · cols` vector slots
+/// (8 KiB).
 const MAX_TILE_RUN: u64 = 128;
 /// The frame bytes all of a kernel's tiles may take (the frame holds at most 48 KiB, and
 /// the tiles are reread from the L1 cache); further strided loads gather.
 const TILE_BUDGET: usize = 16 << 10;
 
-/// Whether a strided load of `k` (its map `strides`) can be read through tiles: 32-bit lanes;
-/// an innermost dim of whole vectors (at least one: the fill loop runs at least once), short
-/// enough for its tiles to sit in the frame; a
-/// contiguous read along the dim outside it, whose size is a multiple of 16 and which starts
-/// at 0 (it is not dim 0, the one workgroups split), so every tile lies inside the space.
-fn tileable(k: &LoopKernel, strides: &[i64], wide: bool) -> bool {
+/// Whether a strided load of `k` (its map `strides`) can be read through tiles of `shape`
+/// (`tile.rs`): an innermost dim of whole vectors (at least one: the fill loop runs at least
+/// once), short enough for its tiles to sit in the frame; a contiguous read along the dim
+/// outside it, whose size is a multiple of a fill's columns and which starts at 0 (it is not
+/// dim 0, the one workgroups split), so every tile lies inside the space.
+fn tileable(k: &LoopKernel, strides: &[i64], shape: TileShape) -> bool {
     let rank = k.dims.len();
     let (Some(inner), Some(outer)) = (rank.checked_sub(1), rank.checked_sub(2)) else {
         return false;
     };
-    !wide
-        && outer > 0
-        && k.dims[inner] >= TILE_ROWS
-        && k.dims[inner].is_multiple_of(TILE_ROWS)
+    outer > 0
+        && k.dims[inner] >= shape.rows
+        && k.dims[inner].is_multiple_of(shape.rows)
         && k.dims[inner] <= MAX_TILE_RUN
-        && k.dims[outer].is_multiple_of(TILE_COLS)
+        && k.dims[outer].is_multiple_of(shape.cols)
         && strides.get(outer) == Some(&1)
         && strides.get(inner).is_some_and(|s| {
-            // Row offsets up to `2 run + 7` rows on (the fill's prefetches) fit a
+            // Row offsets up to `2 run + rows` rows on (the fill's prefetches) fit a
             // displacement.
-            let rows = super::tile::FILL_PREFETCH_BLOCKS as u64 * k.dims[inner] + TILE_ROWS;
+            let rows = super::tile::FILL_PREFETCH_BLOCKS as u64 * k.dims[inner] + shape.rows;
             s.unsigned_abs()
-                .checked_mul(4 * rows)
+                .checked_mul(shape.elem as u64 * rows)
                 .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
         })
 }
@@ -338,8 +335,9 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         if !gathered[i] {
             continue;
         }
-        let tile_slots = (k.dims[rank - 1] / TILE_ROWS * TILE_COLS) as usize + 1;
-        if tileable(k, &map.strides, wide) && tile_bytes + 32 * tile_slots <= TILE_BUDGET {
+        let shape = TileShape::of(wide);
+        let tile_slots = shape.slots(k.dims[rank - 1]) + 1;
+        if tileable(k, &map.strides, shape) && tile_bytes + 32 * tile_slots <= TILE_BUDGET {
             tile_slot[i] = Some(slots);
             slots += tile_slots;
             tile_bytes += 32 * tile_slots;
@@ -385,7 +383,7 @@ impl Emitter<'_> {
         self.emit_vstore(plan)?;
         self.add_to_slot(counter, lanes);
         for &slot in &tile_pointers {
-            self.add_to_slot(slot, super::tile::TILE_STEP);
+            self.add_to_slot(slot, TileShape::of(plan.wide).step());
         }
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
@@ -502,6 +500,9 @@ impl Emitter<'_> {
                 .extend(super::evex::store_masked(lanes, src, mem, 1));
         } else if plan.wide {
             x64!(self.ops; vmovups [rcx + rax * 8], Ry(src));
+            if let Some(ahead) = self.store_prefetch_distance(plan) {
+                x64!(self.ops; prefetcht1 [rcx + rax * 8 + ahead]);
+            }
         } else {
             x64!(self.ops; vmovups [rcx + rax * 4], Ry(src));
             if let Some(ahead) = self.store_prefetch_distance(plan) {
@@ -524,7 +525,8 @@ impl Emitter<'_> {
             return None;
         }
         let stride = *self.k.store.map.strides.get(rank - 3)?;
-        i32::try_from(stride.checked_mul(4 * STORE_PREFETCH_BLOCKS)?).ok()
+        let elem = TileShape::of(plan.wide).elem;
+        i32::try_from(stride.checked_mul(elem * STORE_PREFETCH_BLOCKS)?).ok()
     }
 
     /// Node `i`'s scalar value, broadcast to every lane of its home (a bool becomes a mask).

@@ -90,9 +90,9 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         }
     }
     // Transposes blocked as the planner blocks them (`plan::blocking`), with an operand read
-    // contiguously beside the transposed one: on x64's AVX2 path 4-byte lanes read the
-    // transposed operand through tiles (inner runs of 8 to 128), 8-byte lanes gather.
-    for dtype in [DType::F32, DType::I32, DType::F64] {
+    // contiguously beside the transposed one: on x64's AVX2 path the transposed operand is
+    // read through tiles (inner runs of 8 to 128).
+    for dtype in [DType::F32, DType::I32, DType::F64, DType::I64] {
         let cases = [
             (32u64, 128u64, 64u64, 64u64),
             (48, 16, 64, 8),

@@ -227,6 +227,9 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vinsertf128 Ry(a), Ry(a), [rcx - 0x10], 1
         ; vunpcklps Ry(a), Ry(b), Ry(c)
         ; vunpckhps Ry(a), Ry(b), Ry(c)
+        ; vunpcklpd Ry(a), Ry(b), Ry(c)
+        ; vunpckhpd Ry(a), Ry(b), Ry(c)
+        ; prefetcht1 [rcx + rax * 8 + 0x100]
     );
     ops.extend(crate::x64::micro::vfmadd231pd(a, b, c));
     ops.extend(crate::x64::micro::vfmadd231pd(12, 13, 14));
@@ -259,6 +262,9 @@ vmovups xmm1,[rcx+0x4010]
 vinsertf128 ymm1,ymm1,[rcx-0x10],1
 vunpcklps ymm1,ymm2,ymm3
 vunpckhps ymm1,ymm2,ymm3
+vunpcklpd ymm1,ymm2,ymm3
+vunpckhpd ymm1,ymm2,ymm3
+prefetcht1 [rcx+rax*8+0x100]
 vfmadd231pd ymm1,ymm2,ymm3
 vfmadd231pd ymm12,ymm13,ymm14
 vgatherdpd ymm1,[rcx+xmm2*8],ymm3

@@ -64,21 +64,21 @@ fn vector_path_is_taken_where_it_applies() {
     );
     assert_eq!(vector_lanes(&bcast), Some(8));
     // A transposed load is strided along the inner dim: a gather, in 4- and 8-byte lanes;
-    // a blocked transpose of 4-byte lanes reads through tiles instead.
+    // a blocked transpose reads through tiles instead.
     let strided = |dtype, [n, m]: [u64; 2]| {
         binary_2d(
             [n, m],
             dtype,
             (n * m, 0, [1, n as i64]),
             (n * m, 0, [m as i64, 1]),
-            BinaryOp::Mul,
+            BinaryOp::Add,
         )
     };
     assert_eq!(vector_lanes(&strided(DType::F32, [4, 5])), Some(8));
     assert_eq!(vector_lanes(&strided(DType::F64, [4, 5])), Some(4));
     assert_eq!(vector_lanes(&strided(DType::U8, [4, 5])), None);
     assert!(!vector_tiles(&strided(DType::F32, [4, 5])));
-    for (dtype, tiles) in [(DType::F32, true), (DType::I32, true), (DType::F64, false)] {
+    for dtype in [DType::F32, DType::I32, DType::F64, DType::I64] {
         let mut blocked = strided(dtype, [64, 128]);
         crate::plan::blocking::block_transposes(
             &mut blocked,
@@ -88,7 +88,7 @@ fn vector_path_is_taken_where_it_applies() {
             },
         );
         assert_eq!(blocked.dims.len(), 4, "{dtype} blocked");
-        assert_eq!(vector_tiles(&blocked), tiles, "{dtype}");
+        assert!(vector_tiles(&blocked), "{dtype}");
     }
     // Reductions over the innermost dim: sums, max/min, and i32 products.
     assert_eq!(
