@@ -84,16 +84,13 @@ impl TileShape {
 }
 
 impl Emitter<'_> {
-    /// The tile shape of this kernel's vector plan.
-    fn tile_shape(&self) -> TileShape {
-        TileShape::of(self.vplan.as_ref().is_some_and(|p| p.wide))
-    }
-
     /// The body of the dim outside the vectorized one when tiles are read: at every
     /// `cols`-th step (16 or 8) the tile fills first, then the vectorized dim.
     pub(crate) fn emit_tiled_step(&mut self, inner: usize) -> Result<(), EmitError> {
         let outer = inner - 1;
-        let shape = self.tile_shape();
+        let Some(shape) = self.vplan.as_ref().map(|p| TileShape::of(p.wide)) else {
+            return Err(self.unsupported("tiles without a vector plan"));
+        };
         let skip = self.ops.new_dynamic_label();
         let counter = self.lay.counter[outer];
         x64!(self.ops; test BYTE [rsp + counter], (shape.cols - 1) as i8 ; jnz =>skip);
@@ -245,9 +242,10 @@ impl Emitter<'_> {
     }
 
     /// `ymm(dst) =` the current tile column of the load whose slots start at `first`, through
-    /// its pointer (pinned while the vector loop runs).
-    pub(crate) fn emit_tile_column(&mut self, first: usize, dst: u8) {
-        let shape = self.tile_shape();
+    /// its pointer (pinned while the vector loop runs). `plan` is passed in: while the vector
+    /// loop is emitted, `self.vplan` is taken out.
+    pub(crate) fn emit_tile_column(&mut self, plan: &VectorPlan, first: usize, dst: u8) {
+        let shape = TileShape::of(plan.wide);
         let columns = shape.slots(self.k.dims[self.k.dims.len() - 1]);
         let pointer = self.lay.vec_slot(first + columns);
         match self.pinned_reg(pointer) {

@@ -98,7 +98,7 @@ impl Emitter<'_> {
                     if self.masked {
                         return Err(self.unsupported("a tile in a masked tail"));
                     }
-                    self.emit_tile_column(first, dst);
+                    self.emit_tile_column(plan, first, dst);
                     self.vfinish(plan, i, dst);
                     return Ok(());
                 }

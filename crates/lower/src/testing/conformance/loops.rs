@@ -98,6 +98,9 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             (48, 16, 64, 8),
             (128, 256, 256, 128),
             (64, 32, 128, 16),
+            // Runs of 4 and 12: whole vectors of 8-byte lanes, not of 4-byte ones.
+            (16, 16, 64, 4),
+            (32, 24, 64, 12),
         ];
         for (n, m, line_bytes, run) in cases {
             let mut k = binary_2d(
@@ -112,6 +115,26 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             for workgroups in [1, 3] {
                 s.check(&k, &buffers_for(&k, 7), workgroups)?;
             }
+        }
+    }
+    // Unblocked: the last two axes of [2, 4, 16] swapped, a run of 4 (one vector of 8-byte
+    // lanes, half of one of 4-byte lanes).
+    for dtype in [DType::F64, DType::F32] {
+        let swap = LoopKernel {
+            name: format!("tile_run_4_{dtype}"),
+            dims: SmallVec::from_slice(&[2, 16, 4]),
+            parallel_rank: 3,
+            bindings: vec![kb(dtype, 128, Access::Read), kb(dtype, 128, Access::Write)],
+            nodes: vec![load(0, 0, &[64, 1, 16], dtype)],
+            result: 0,
+            reduction: None,
+            store: Store {
+                binding: 1,
+                map: IndexMap::new(0, &[64, 4, 1]),
+            },
+        };
+        for workgroups in [1, 2] {
+            s.check(&swap, &buffers_for(&swap, 9), workgroups)?;
         }
     }
     // An empty inner dim under outer loops that run: a read that would tile reads nothing.
