@@ -11,7 +11,7 @@
 //!
 //! The vector plan admits a tile only when the inner run is whole vectors and at most
 //! `MAX_TILE_RUN` long, and the outer dim's size is a multiple of `cols` and it starts at 0
-//! (see `vector::tileable`): the fill at every `cols`-th outer step covers points of the
+//! (see [`tileable`]): the fill at every `cols`-th outer step covers points of the
 //! space only, and the next `cols` steps use it up. The inner loop's scalar tail never runs
 //! (the run is whole vectors) and reads memory directly anyway.
 //!
@@ -30,13 +30,51 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::x64;
 use super::kernel::Emitter;
 use super::vector::VectorPlan;
-use crate::kernel::Node;
+use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
 /// How many blocks ahead a fill prefetches its source lines: on a 4096² f32 transpose
 /// (Xeon, 1 thread) 1 block took 20.6 ms, 2 to 4 blocks 17-22 ms (the host's noise is
 /// larger than their differences), 6 blocks 23 ms.
 pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 2;
+
+/// How many blocks ahead a blocked transpose prefetches its destination lines: on a 4096²
+/// f32 transpose (Xeon, 1 thread) none took 42-45 ms, 1 block 24-25 ms, 2 blocks 18-21 ms,
+/// 4 blocks 22 ms.
+const STORE_PREFETCH_BLOCKS: i64 = 2;
+
+/// The longest inner run read through tiles: its tiles take `run / rows · cols` vector slots
+/// (8 KiB).
+const MAX_TILE_RUN: u64 = 128;
+/// The frame bytes all of a kernel's tiles may take (the frame holds at most 48 KiB, and
+/// the tiles are reread from the L1 cache); further strided loads gather.
+pub(crate) const TILE_BUDGET: usize = 16 << 10;
+
+/// Whether a strided load of `k` (its map `strides`) can be read through tiles of `shape`:
+/// an innermost dim of whole vectors (at least one: the fill loop runs at least
+/// once), short enough for its tiles to sit in the frame; a contiguous read along the dim
+/// outside it, whose size is a multiple of a fill's columns and which starts at 0 (it is not
+/// dim 0, the one workgroups split), so every tile lies inside the space.
+pub(crate) fn tileable(k: &LoopKernel, strides: &[i64], shape: TileShape) -> bool {
+    let rank = k.dims.len();
+    let (Some(inner), Some(outer)) = (rank.checked_sub(1), rank.checked_sub(2)) else {
+        return false;
+    };
+    outer > 0
+        && k.dims[inner] >= shape.rows
+        && k.dims[inner].is_multiple_of(shape.rows)
+        && k.dims[inner] <= MAX_TILE_RUN
+        && k.dims[outer].is_multiple_of(shape.cols)
+        && strides.get(outer) == Some(&1)
+        && strides.get(inner).is_some_and(|s| {
+            // Row offsets up to `2 run + rows` rows on (the fill's prefetches) fit a
+            // displacement.
+            let rows = FILL_PREFETCH_BLOCKS as u64 * k.dims[inner] + shape.rows;
+            s.unsigned_abs()
+                .checked_mul(shape.elem as u64 * rows)
+                .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
+        })
+}
 
 /// Bytes of one vector slot.
 const SLOT: i32 = 32;
@@ -255,5 +293,22 @@ impl Emitter<'_> {
                 ; vmovups Ry(dst), [rax]
             ),
         }
+    }
+
+    /// For a blocked transpose read through tiles, the bytes from a store to the same place
+    /// [`STORE_PREFETCH_BLOCKS`] blocks on (steps of the dim outside the two tiled dims): each
+    /// run writes a few lines of one destination row and the next blocks continue them, a
+    /// pattern no hardware prefetcher catches in time, so the store waits for each line;
+    /// asking for it (into the L2, as the tile fills do) ahead overlaps that wait. A prefetch
+    /// never faults, also past the end. (`prefetchw` would also ask for ownership, but it is
+    /// a feature of its own that the tiers do not declare.)
+    pub(crate) fn store_prefetch_distance(&self, plan: &VectorPlan) -> Option<i32> {
+        let rank = self.k.dims.len();
+        if !plan.tiles() || rank < 3 {
+            return None;
+        }
+        let stride = *self.k.store.map.strides.get(rank - 3)?;
+        let elem = TileShape::of(plan.wide).elem;
+        i32::try_from(stride.checked_mul(elem * STORE_PREFETCH_BLOCKS)?).ok()
     }
 }
