@@ -251,3 +251,73 @@ fn reassociated_sums_avx2() {
 fn reassociated_sums_avx512() {
     reassociated_sums(Tier::Avx512, "x64-avx512");
 }
+
+/// Transposes large enough to be blocked, fused with a broadcast add, in 4- and 8-byte
+/// elements, at 1 and 2 threads: on x64's AVX2 and AVX-512 tiers they read through tiles or
+/// gathers (`accy-lower`'s `x64/tile.rs`). The whole compile → invoke path against the
+/// interpreter, on guarded buffers.
+fn large_transposes(tier: Tier, expected_name: &str) {
+    for threads in [1, 2] {
+        let options = SessionOptions::default()
+            .with_max_tier(tier)
+            .with_threads(threads);
+        let session = Session::with_options(options).unwrap();
+        if session.target_name() != expected_name {
+            #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
+            {
+                eprintln!(
+                    "skipping {expected_name}: this CPU runs {}",
+                    session.target_name()
+                );
+            }
+            return;
+        }
+        // Tiles of 32-bit lanes (blocked 256-byte lines), of 64-bit lanes, of 32-bit lanes
+        // in line × 8 blocks (96 is no multiple of 64), and gathers (no blocking).
+        for (dtype, n, m) in [
+            ("f32", 256u64, 128u64),
+            ("f64", 128, 64),
+            ("i32", 200, 96),
+            ("f32", 130, 70),
+        ] {
+            let text = format!(
+                "program {{\n  %x = input \"x\" : {dtype}[{n},{m}]\n  %b = input \"b\" : {dtype}[{n}]\n  \
+                 %t = transpose %x, perm=[1,0] : {dtype}[{m},{n}]\n  \
+                 %bb = broadcast %b, dims=[{m},{n}], axes=[1] : {dtype}[{m},{n}]\n  \
+                 %y = add %t, %bb : {dtype}[{m},{n}]\n  output %y\n}}\n"
+            );
+            let program = text::parse(&text).unwrap();
+            let value = |i: u64| ((i * 7919) % 1009) as i32 - 500;
+            let (x, b) = match dtype {
+                "f64" => (
+                    Tensor::f64s(&[n, m], (0..n * m).map(|i| value(i) as f64 / 8.0).collect()),
+                    Tensor::f64s(&[n], (0..n).map(|i| value(i + 3) as f64).collect()),
+                ),
+                "i32" => (
+                    Tensor::i32s(&[n, m], (0..n * m).map(value).collect()),
+                    Tensor::i32s(&[n], (0..n).map(|i| value(i + 3)).collect()),
+                ),
+                _ => (
+                    Tensor::f32s(&[n, m], (0..n * m).map(|i| value(i) as f32 / 8.0).collect()),
+                    Tensor::f32s(&[n], (0..n).map(|i| value(i + 3) as f32).collect()),
+                ),
+            };
+            check(&session, &program, &[x, b]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        }
+    }
+}
+
+#[test]
+fn large_transposes_sse2() {
+    large_transposes(Tier::Baseline, "x64-sse2");
+}
+
+#[test]
+fn large_transposes_avx2() {
+    large_transposes(Tier::Avx2, "x64-avx2");
+}
+
+#[test]
+fn large_transposes_avx512() {
+    large_transposes(Tier::Avx512, "x64-avx512");
+}
