@@ -125,22 +125,30 @@ fn check(session: &Session, program: &Program, args: &[Tensor]) -> Result<(), Te
     outcome
 }
 
+/// A session with `options`, or `None` (saying so in the log) when this CPU lacks the tier
+/// the test expects, so the test visibly runs nothing.
+fn session_for(options: SessionOptions, expected_name: &str) -> Option<Session> {
+    let session = Session::with_options(options).unwrap();
+    if session.target_name() == expected_name {
+        return Some(session);
+    }
+    #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
+    {
+        eprintln!(
+            "skipping {expected_name}: this CPU runs {}",
+            session.target_name()
+        );
+    }
+    None
+}
+
 fn run_tier(tier: Tier, expected_name: &str) {
     let options = SessionOptions::default()
         .with_max_tier(tier)
         .with_reassociate_float_sums(false);
-    let session = Session::with_options(options).unwrap();
-    if session.target_name() != expected_name {
-        // This CPU lacks the tier; the log shows the test ran nothing.
-        #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
-        {
-            eprintln!(
-                "skipping {expected_name}: this CPU runs {}",
-                session.target_name()
-            );
-        }
+    let Some(session) = session_for(options, expected_name) else {
         return;
-    }
+    };
     let cases = std::env::var("ACCY_DIFF_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -178,17 +186,10 @@ fn differential_avx512() {
 /// Float sums with reassociation on: `reduce sum` over the inner axis of random finite data,
 /// within `2·n·ε·Σ|terms|` of the interpreter's row-major sum.
 fn reassociated_sums(tier: Tier, expected_name: &str) {
-    let session = Session::with_options(SessionOptions::default().with_max_tier(tier)).unwrap();
-    if session.target_name() != expected_name {
-        #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
-        {
-            eprintln!(
-                "skipping {expected_name}: this CPU runs {}",
-                session.target_name()
-            );
-        }
+    let Some(session) = session_for(SessionOptions::default().with_max_tier(tier), expected_name)
+    else {
         return;
-    }
+    };
     let strategy = (1u64..6, 0u64..300).prop_flat_map(|(rows, n)| {
         (
             Just((rows, n)),
@@ -261,17 +262,9 @@ fn large_transposes(tier: Tier, expected_name: &str) {
         let options = SessionOptions::default()
             .with_max_tier(tier)
             .with_threads(threads);
-        let session = Session::with_options(options).unwrap();
-        if session.target_name() != expected_name {
-            #[allow(clippy::print_stderr, reason = "tell the log which tier was skipped")]
-            {
-                eprintln!(
-                    "skipping {expected_name}: this CPU runs {}",
-                    session.target_name()
-                );
-            }
+        let Some(session) = session_for(options, expected_name) else {
             return;
-        }
+        };
         // Tiles of 32-bit lanes (blocked 256-byte lines), of 64-bit lanes, of 32-bit lanes
         // in line × 8 blocks (96 is no multiple of 64), and gathers (no blocking).
         for (dtype, n, m) in [

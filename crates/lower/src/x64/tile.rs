@@ -260,13 +260,9 @@ impl Emitter<'_> {
             return Vec::new();
         };
         let shape = TileShape::of(plan.wide);
-        let columns = shape.slots(self.k.dims[inner]);
         let mut slots = Vec::new();
-        for first in plan.tile_slot.iter().flatten() {
-            let (base, pointer) = (
-                self.lay.vec_slot(*first),
-                self.lay.vec_slot(first + columns),
-            );
+        for &first in plan.tile_slot.iter().flatten() {
+            let (base, pointer) = (self.lay.vec_slot(first), self.tile_pointer(plan, first));
             self.slot_to_rax(self.lay.counter[outer]);
             x64!(self.ops
                 ; and eax, (shape.cols - 1) as i32
@@ -279,13 +275,19 @@ impl Emitter<'_> {
         slots
     }
 
+    /// The frame offset of the column pointer of the tiles whose slots start at `first`: the
+    /// slot after their columns (the plan reserved it).
+    fn tile_pointer(&self, plan: &VectorPlan, first: usize) -> i32 {
+        let run = self.k.dims.last().copied().unwrap_or(0);
+        self.lay
+            .vec_slot(first + TileShape::of(plan.wide).slots(run))
+    }
+
     /// `ymm(dst) =` the current tile column of the load whose slots start at `first`, through
     /// its pointer (pinned while the vector loop runs). `plan` is passed in: while the vector
     /// loop is emitted, `self.vplan` is taken out.
     pub(crate) fn emit_tile_column(&mut self, plan: &VectorPlan, first: usize, dst: u8) {
-        let shape = TileShape::of(plan.wide);
-        let columns = shape.slots(self.k.dims[self.k.dims.len() - 1]);
-        let pointer = self.lay.vec_slot(first + columns);
+        let pointer = self.tile_pointer(plan, first);
         match self.pinned_reg(pointer) {
             Some(reg) => x64!(self.ops; vmovups Ry(dst), [Rq(reg)]),
             None => x64!(self.ops

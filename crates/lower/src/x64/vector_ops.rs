@@ -171,37 +171,33 @@ impl Emitter<'_> {
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
             }
             Node::Fma { a, b, c } => {
-                // A factor that lives in a slot is read as the memory operand.
+                // A factor that lives in a slot is read as the memory operand; otherwise both
+                // come from registers.
+                enum Second {
+                    Reg(u8),
+                    Frame(i32),
+                }
                 let in_slot = |id: u32| match plan.home.get(id as usize) {
-                    Some(Home::Slot(s)) => Some(*s),
+                    Some(Home::Slot(s)) => Some(self.lay.vec_slot(*s)),
                     _ => None,
                 };
-                let spilled = match (in_slot(a), in_slot(b)) {
-                    (_, Some(s)) => Some((a, s)),
-                    (Some(s), None) => Some((b, s)),
-                    (None, None) => None,
+                let (first, second) = match (in_slot(a), in_slot(b)) {
+                    (_, Some(at)) => (a, Second::Frame(at)),
+                    (Some(at), None) => (b, Second::Frame(at)),
+                    (None, None) => (a, Second::Reg(self.vsrc(plan, b, 1)?)),
                 };
-                if let Some((factor, slot)) = spilled {
-                    let r = self.vsrc(plan, factor, 0)?;
-                    let acc = if dst == r { 3 } else { dst };
-                    self.vsrc_into(plan, c, acc)?;
-                    let disp = self.lay.vec_slot(slot);
-                    self.ops.extend(super::vex::vfmadd231_rsp(acc, r, disp, w));
-                    if acc != dst {
-                        x64!(self.ops; vmovaps Ry(dst), Ry(acc));
-                    }
-                    self.vfinish(plan, i, dst);
-                    return Ok(());
-                }
-                let a = self.vsrc(plan, a, 0)?;
-                let b = self.vsrc(plan, b, 1)?;
+                let r = self.vsrc(plan, first, 0)?;
                 // vfmadd231 accumulates into its destination: start it from c (loaded straight
                 // into it when c lives in a slot, as the constants of a polynomial do), unless
                 // the destination is a factor's register (a scratch register shared with a
                 // spilled operand), then go through ymm3.
-                let acc = if dst == a || dst == b { 3 } else { dst };
+                let clobbers = matches!(second, Second::Reg(rb) if rb == dst);
+                let acc = if dst == r || clobbers { 3 } else { dst };
                 self.vsrc_into(plan, c, acc)?;
-                self.ops.extend(super::vex::vfmadd231(acc, a, b, w, true));
+                match second {
+                    Second::Reg(rb) => self.ops.extend(super::vex::vfmadd231(acc, r, rb, w, true)),
+                    Second::Frame(at) => self.ops.extend(super::vex::vfmadd231_rsp(acc, r, at, w)),
+                }
                 if acc != dst {
                     x64!(self.ops; vmovaps Ry(dst), Ry(acc));
                 }
