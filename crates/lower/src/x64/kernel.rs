@@ -74,7 +74,7 @@ pub(crate) fn emit_kernel(
     check_shape(k, tier.name())?;
     let live = k.live_nodes();
     let vplan = if tier.has_avx2() {
-        vector::plan(k, &live, reassociate)
+        vector::plan(k, &live, reassociate, tier == X64Tier::Avx512)
     } else {
         None
     };

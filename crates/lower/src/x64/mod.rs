@@ -27,6 +27,7 @@
 pub(crate) mod asm;
 mod convert;
 pub(crate) mod evex;
+pub(crate) mod evex_zmm;
 mod gemm;
 pub(crate) mod kernel;
 pub(crate) mod micro;
@@ -36,6 +37,7 @@ mod tile;
 mod vector;
 mod vector_ops;
 mod vector_reduce;
+mod vector_zmm;
 pub(crate) mod vex;
 
 #[cfg(test)]

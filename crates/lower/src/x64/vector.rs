@@ -1,6 +1,8 @@
-//! The AVX2 path: the innermost dim, 8 (32-bit lanes) or 4 (64-bit lanes) points per
-//! iteration in ymm registers, then a scalar tail (on the AVX-512 tier: one `k1`-masked
-//! iteration instead, see [`Emitter::emit_masked_tail`]).
+//! The vector path: the innermost dim, 8 (32-bit lanes) or 4 (64-bit lanes) points per
+//! iteration in ymm registers on the AVX2 tier, then a scalar tail. The AVX-512 tier runs the
+//! same plan in zmm registers, 16 or 8 points per iteration (`vector_zmm.rs`), and ends it
+//! with one `k1`-masked iteration instead of the tail (see [`Emitter::emit_masked_tail`]);
+//! a kernel that gathers or reads through tiles keeps ymm vectors there, with the scalar tail.
 //!
 //! A kernel qualifies ([`plan`]) when either it is elementwise and stores contiguously along
 //! the innermost dim (stride 1), or it reduces over its innermost dim (`vector_reduce.rs`);
@@ -19,9 +21,9 @@
 //! Nodes that do not vary along the dim ("uniform": constants, stride-0 loads, indices of
 //! outer dims, and anything computed only from those) are evaluated once per run of the inner
 //! loop by the scalar code, before it starts, and broadcast; so even an `exp` of a broadcast
-//! operand costs one import call per row. Vector values live in ymm5–ymm15 by a linear scan
-//! over their live ranges (`emit::vregs`: varying values first, then uniform ones for the
-//! whole loop), the rest in 32-byte frame slots; ymm0–ymm4 are scratch.
+//! operand costs one import call per row. Vector values live in ymm5–ymm15 (zmm5–zmm31) by a
+//! linear scan over their live ranges (`emit::vregs`: varying values first, then uniform ones
+//! for the whole loop), the rest in 32-byte (64-byte) frame slots; registers 0–4 are scratch.
 //!
 //! Bounds: the vector loop runs while `counter + lanes <= bound`, so it touches only points of
 //! the space; the tail finishes the remaining points one at a time. Nothing reads or writes
@@ -35,6 +37,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
+use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::tile::TileShape;
 use super::X64Tier;
@@ -47,19 +50,24 @@ use crate::target::EmitError;
 const FIRST_REG: u8 = 5;
 /// One past the last allocatable ymm register.
 const END_REG: u8 = 16;
+/// One past the last allocatable zmm register.
+const END_ZMM_REG: u8 = 32;
 /// The accumulator of a vectorized reduction (then not allocatable).
 pub(crate) const ACC_REG: u8 = 15;
 
 /// How the innermost parallel dim is vectorized.
 #[derive(Debug)]
 pub(crate) struct VectorPlan {
-    /// True for 64-bit lanes (4 per vector), false for 32-bit lanes (8 per vector).
+    /// True for 64-bit lanes, false for 32-bit lanes.
     pub wide: bool,
+    /// True for 512-bit zmm vectors (the AVX-512 tier, `vector_zmm.rs`), false for ymm.
+    pub zmm: bool,
     /// Per node: its value does not vary along the vectorized dim.
     pub uniform: Vec<bool>,
     /// Per node: where its vector value lives.
     pub home: Vec<Home>,
-    /// Number of 32-byte frame slots the homes (and the accumulator spill) use.
+    /// Number of 32-byte frame slots the homes (and the accumulator spill) use; a zmm home
+    /// takes two (see [`Emitter::vslot`]).
     pub slots: usize,
     /// For a reduction: the slot the accumulator vector is spilled to for the final combine.
     pub acc_slot: Option<usize>,
@@ -76,10 +84,20 @@ pub(crate) struct VectorPlan {
 impl VectorPlan {
     /// Points per vector iteration.
     pub(crate) fn lanes(&self) -> i64 {
-        if self.wide {
-            4
+        let lanes = if self.wide { 4 } else { 8 };
+        if self.zmm {
+            2 * lanes
         } else {
-            8
+            lanes
+        }
+    }
+
+    /// Bytes per vector.
+    pub(crate) fn vector_bytes(&self) -> i32 {
+        if self.zmm {
+            64
+        } else {
+            32
         }
     }
 
@@ -168,7 +186,14 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
 const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
 
 /// The vector plan for `k`, or `None` when the scalar loops must run it (see the module doc).
-pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<VectorPlan> {
+/// `zmm` (the AVX-512 tier) asks for 512-bit vectors, which a kernel gets unless it gathers
+/// or reads through tiles (those have ymm forms only).
+pub(crate) fn plan(
+    k: &LoopKernel,
+    live: &[bool],
+    reassociate: bool,
+    zmm: bool,
+) -> Option<VectorPlan> {
     let (p, rank) = (k.parallel_rank as usize, k.dims.len());
     let result_dtype = k.nodes.get(k.result as usize)?.dtype;
     let mut wide = lane_class(result_dtype).ok()??;
@@ -279,14 +304,21 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         }
     }
     let reducing = k.reduction.is_some();
-    let end_reg = if reducing { ACC_REG } else { END_REG };
-    let regs: Vec<u8> = (FIRST_REG..end_reg).collect();
+    let zmm = zmm && !gathered.contains(&true);
+    let end_reg = if zmm { END_ZMM_REG } else { END_REG };
+    let regs: Vec<u8> = (FIRST_REG..end_reg)
+        .filter(|&r| !reducing || r != ACC_REG)
+        .collect();
     let (home, mut slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &regs);
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
         slots += 1;
         slots - 1
     });
+    if zmm {
+        // Nothing gathers or tiles: the slots so far are all homes, two 32-byte units each.
+        slots *= 2;
+    }
     let mut gather_slot = vec![None; n];
     let mut tile_slot = vec![None; n];
     let mut tile_bytes = 0;
@@ -312,6 +344,7 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     }
     Some(VectorPlan {
         wide,
+        zmm,
         uniform,
         home,
         slots,
@@ -419,7 +452,11 @@ impl Emitter<'_> {
     pub(crate) fn emit_vector_body(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         for i in 0..self.k.nodes.len() {
             if self.live[i] && !plan.uniform[i] {
-                self.emit_vnode(plan, i)?;
+                if plan.zmm {
+                    self.emit_znode(plan, i)?;
+                } else {
+                    self.emit_vnode(plan, i)?;
+                }
             }
         }
         Ok(())
@@ -458,7 +495,9 @@ impl Emitter<'_> {
         let b = self.k.store.binding as i32 * 8;
         self.slot_to_rax(map);
         x64!(self.ops; mov rcx, QWORD [r12 + b]);
-        if self.masked {
+        if plan.zmm {
+            self.zstore(plan.wide, src);
+        } else if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);
             self.ops
                 .extend(super::evex::store_masked(lanes, src, mem, 1));
@@ -489,7 +528,10 @@ impl Emitter<'_> {
         };
         // dynasm 5.1 encodes `vbroadcastss ymm, m32` with VEX.L = 0 (an xmm broadcast), so
         // the 32-bit case uses AVX2's `vpbroadcastd`, which it encodes correctly.
-        if plan.wide {
+        if plan.zmm {
+            let op = zv::pbroadcast_mem(plan.wide);
+            self.z(Zins::new(op, dst, 0, Zrm::rsp(from)));
+        } else if plan.wide {
             x64!(self.ops; vbroadcastsd Ry(dst), QWORD [rsp + from]);
         } else {
             x64!(self.ops; vpbroadcastd Ry(dst), DWORD [rsp + from]);
@@ -509,8 +551,12 @@ impl Emitter<'_> {
         match plan.home.get(id as usize) {
             Some(Home::Reg(r)) => Ok(*r),
             Some(Home::Slot(s)) => {
-                let at = self.lay.vec_slot(*s);
-                x64!(self.ops; vmovups Ry(scratch), [rsp + at]);
+                let at = self.vslot(plan, *s);
+                if plan.zmm {
+                    self.z(Zins::new(zv::load(plan.wide), scratch, 0, Zrm::rsp(at)));
+                } else {
+                    x64!(self.ops; vmovups Ry(scratch), [rsp + at]);
+                }
                 Ok(scratch)
             }
             _ => Err(self.unsupported(format!("node {id} has no vector value"))),
@@ -527,14 +573,20 @@ impl Emitter<'_> {
     ) -> Result<(), EmitError> {
         match plan.home.get(id as usize) {
             Some(Home::Reg(r)) => {
-                if *r != reg {
+                if *r != reg && plan.zmm {
+                    self.z(Zins::rrr(zv::mov(plan.wide), reg, 0, *r));
+                } else if *r != reg {
                     x64!(self.ops; vmovaps Ry(reg), Ry(*r));
                 }
                 Ok(())
             }
             Some(Home::Slot(s)) => {
-                let at = self.lay.vec_slot(*s);
-                x64!(self.ops; vmovups Ry(reg), [rsp + at]);
+                let at = self.vslot(plan, *s);
+                if plan.zmm {
+                    self.z(Zins::new(zv::load(plan.wide), reg, 0, Zrm::rsp(at)));
+                } else {
+                    x64!(self.ops; vmovups Ry(reg), [rsp + at]);
+                }
                 Ok(())
             }
             _ => Err(self.unsupported(format!("node {id} has no vector value"))),
@@ -553,9 +605,18 @@ impl Emitter<'_> {
     /// Stores `reg` to node `i`'s slot if that is where it lives.
     pub(crate) fn vfinish(&mut self, plan: &VectorPlan, i: usize, reg: u8) {
         if let Some(Home::Slot(s)) = plan.home.get(i) {
-            let at = self.lay.vec_slot(*s);
-            x64!(self.ops; vmovups [rsp + at], Ry(reg));
+            let at = self.vslot(plan, *s);
+            if plan.zmm {
+                self.z(Zins::new(zv::store(plan.wide), reg, 0, Zrm::rsp(at)));
+            } else {
+                x64!(self.ops; vmovups [rsp + at], Ry(reg));
+            }
         }
+    }
+
+    /// The frame offset of vector home slot `s` (zmm homes take two 32-byte slots).
+    pub(crate) fn vslot(&self, plan: &VectorPlan, s: usize) -> i32 {
+        self.lay.vec_slot(s * (plan.vector_bytes() / 32) as usize)
     }
 }
 
@@ -564,12 +625,12 @@ impl Emitter<'_> {
 #[cfg(test)]
 pub(crate) fn vector_lanes(k: &LoopKernel) -> Option<i64> {
     let live = k.live_nodes();
-    plan(k, &live, true).map(|p| p.lanes())
+    plan(k, &live, true, false).map(|p| p.lanes())
 }
 
 /// Whether `k` reads a load through tiles on the AVX2 tier (for tests that must know).
 #[cfg(test)]
 pub(crate) fn vector_tiles(k: &LoopKernel) -> bool {
     let live = k.live_nodes();
-    plan(k, &live, true).is_some_and(|p| p.tiles())
+    plan(k, &live, true, false).is_some_and(|p| p.tiles())
 }

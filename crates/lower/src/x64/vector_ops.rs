@@ -23,7 +23,7 @@ use crate::kernel::Node;
 use crate::target::EmitError;
 
 /// `vcmpps`/`vcmppd` predicates (quiet, ordered except `ne`).
-fn float_predicate(op: CompareOp) -> i8 {
+pub(crate) fn float_predicate(op: CompareOp) -> i8 {
     match op {
         CompareOp::Eq => 0x00,
         CompareOp::Ne => 0x04,

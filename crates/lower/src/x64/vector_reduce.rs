@@ -18,6 +18,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
 use super::evex::{move_merge, Lanes};
+use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::vector::{VectorPlan, ACC_REG};
 use super::X64Tier;
@@ -60,16 +61,20 @@ impl Emitter<'_> {
         self.emit_bound(d, gpr::RCX);
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
-        self.vconst(ACC_REG, identity, plan.wide);
+        if plan.zmm {
+            self.zconst(ACC_REG, identity, plan.wide);
+        } else {
+            self.vconst(ACC_REG, identity, plan.wide);
+        }
         self.pin_loop_state(d, &[]);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         let value = self.vsrc(plan, self.k.result, 0)?;
-        self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)?;
+        self.emit_combine_vector(plan, combine, dtype, value)?;
         self.add_to_slot(counter, lanes);
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
-        let spill = self.lay.vec_slot(acc_slot);
+        let spill = self.vslot(plan, acc_slot);
         self.emit_vector_loop_check(d, lanes, vtop);
         self.unpin();
         let avx512 = self.tier == X64Tier::Avx512;
@@ -80,22 +85,29 @@ impl Emitter<'_> {
             self.emit_masked_tail(d, fold, |e| {
                 e.emit_vector_body(plan)?;
                 let value = e.vsrc(plan, e.k.result, 0)?;
-                e.vconst(2, identity, plan.wide);
-                let lanes = if plan.wide {
-                    Lanes::Qword
+                if plan.zmm {
+                    e.zconst(2, identity, plan.wide);
+                    e.z(Zins::rrr(zv::mov(plan.wide), 2, 0, value).mask(1, false));
                 } else {
-                    Lanes::Dword
-                };
-                e.ops.extend(move_merge(lanes, 2, value, 1));
-                e.emit_vbinary(combine, dtype, plan.wide, ACC_REG, 2, ACC_REG)
+                    e.vconst(2, identity, plan.wide);
+                    let lanes = if plan.wide {
+                        Lanes::Qword
+                    } else {
+                        Lanes::Dword
+                    };
+                    e.ops.extend(move_merge(lanes, 2, value, 1));
+                }
+                e.emit_combine_vector(plan, combine, dtype, 2)
             })?;
             x64!(self.ops; =>fold);
         }
-        x64!(self.ops
-            ; vmovups [rsp + spill], Ry(ACC_REG)
-            // The fold and the tail are SSE code (and may call imports).
-            ; vzeroupper
-        );
+        if plan.zmm {
+            self.z(Zins::new(zv::store(plan.wide), ACC_REG, 0, Zrm::rsp(spill)));
+        } else {
+            x64!(self.ops; vmovups [rsp + spill], Ry(ACC_REG));
+        }
+        // The fold and the tail are SSE code (and may call imports).
+        x64!(self.ops; vzeroupper);
         let width = if plan.wide { 8 } else { 4 };
         for lane in 0..lanes as i32 {
             self.emit_combine(op, dtype, acc, spill + lane * width)?;
@@ -116,5 +128,20 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>ttop ; =>end);
         self.emit_map_restore(d);
         Ok(())
+    }
+
+    /// `ACC_REG = ACC_REG combine value` in the plan's vector width.
+    fn emit_combine_vector(
+        &mut self,
+        plan: &VectorPlan,
+        combine: BinaryOp,
+        dtype: accy_ir::DType,
+        value: u8,
+    ) -> Result<(), EmitError> {
+        if plan.zmm {
+            self.emit_zbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)
+        } else {
+            self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)
+        }
     }
 }

@@ -1,0 +1,373 @@
+//! The AVX-512 tier's form of the vector path: the same plan, nodes and lane semantics as
+//! the AVX2 code of `vector_ops.rs`, in 512-bit zmm registers (16 × 32-bit or 8 × 64-bit
+//! lanes), with zmm5–zmm31 allocatable. Masks stay all-ones/zero lanes in vector registers
+//! as on AVX2: a compare writes an opmask (`k2`) and turns it into lanes with one
+//! `vpternlogd {k2}{z}`; a select tests its mask lanes into `k2` and blends with
+//! `vpblendmd`/`q`. Scratch: zmm0–zmm2 for spilled operands, zmm3/zmm4 and `k2` as
+//! temporaries, written before the destination, which is written last; `k1` is the masked
+//! tail's lane mask.
+//!
+//! zmm16–31 are untouched by the SSE scalar code and `vzeroupper`, and are caller-saved in
+//! the SysV ABI, so they need no saving.
+
+use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
+#[allow(
+    unused_imports,
+    reason = "dynasm! expansions need both traits in scope"
+)]
+use dynasmrt::{DynasmApi, DynasmLabelApi};
+
+use super::evex_zmm::{emit, zv, Zins, Zrm};
+use super::kernel::Emitter;
+use super::vector::{Home, VectorPlan};
+use crate::kernel::Node;
+use crate::target::EmitError;
+
+/// The opmask a compare or a select's test writes before it is consumed.
+const K_TMP: u8 = 2;
+/// All-ones for every input combination of `vpternlogd` (a truth table of ones).
+const TERNLOG_ONES: u8 = 0xFF;
+
+/// `vpcmpd`/`q` predicates for the IR's compares on (lhs, rhs), signed.
+fn int_predicate(op: CompareOp) -> u8 {
+    match op {
+        CompareOp::Eq => 0,
+        CompareOp::Lt => 1,
+        CompareOp::Le => 2,
+        CompareOp::Ne => 4,
+        CompareOp::Ge => 5,
+        CompareOp::Gt => 6,
+    }
+}
+
+impl Emitter<'_> {
+    /// Emits one zmm instruction.
+    pub(crate) fn z(&mut self, ins: Zins) {
+        emit(self.ops, ins);
+    }
+
+    /// `zmm(reg)` = `bits` in every 32-bit (or, when `wide`, 64-bit) lane.
+    pub(crate) fn zconst(&mut self, reg: u8, bits: u64, wide: bool) {
+        if wide {
+            super::asm::mov_imm(self.ops, super::asm::gpr::RAX, bits as i64);
+        } else {
+            super::asm::mov_imm(self.ops, super::asm::gpr::RAX, i64::from(bits as u32));
+        }
+        let op = zv::pbroadcast_gpr(wide);
+        self.z(Zins::rrr(op, reg, 0, super::asm::gpr::RAX));
+    }
+
+    /// `zmm(reg)` = all-ones.
+    fn zones(&mut self, reg: u8) {
+        let op = zv::pternlog(false);
+        self.z(Zins::rrr(op, reg, reg, reg).imm(TERNLOG_ONES));
+    }
+
+    /// `zmm(reg)` = the sign bit of each lane.
+    fn zsign_mask(&mut self, reg: u8, wide: bool) {
+        self.zones(reg);
+        let shift = if wide { 63 } else { 31 };
+        let op = zv::pshift_imm(wide);
+        self.z(Zins::rrr(op, zv::SHIFT_LEFT, reg, reg).imm(shift));
+    }
+
+    /// `zmm(dst)` = all-ones lanes (of 64 bits when `wide`) where opmask `k` is set, zero
+    /// elsewhere.
+    fn zmask_lanes(&mut self, wide: bool, dst: u8, k: u8) {
+        let op = zv::pternlog(wide);
+        self.z(Zins::rrr(op, dst, dst, dst).imm(TERNLOG_ONES).mask(k, true));
+    }
+
+    /// `zmm(dst)` = the float compare `a <predicate> b` as mask lanes.
+    fn zcmp_lanes(&mut self, wide: bool, dst: u8, a: u8, b: u8, predicate: u8) {
+        self.z(Zins::rrr(zv::cmp(wide), K_TMP, a, b).imm(predicate));
+        self.zmask_lanes(wide, dst, K_TMP);
+    }
+
+    /// Emits varying node `i` for one vector of points.
+    pub(crate) fn emit_znode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
+        let n = self.k.nodes[i].clone();
+        let w = plan.wide;
+        let dst = self.vdst(plan, i);
+        match n.node {
+            Node::Load { binding, .. } => {
+                if plan.gather_slot[i].is_some() || plan.tile_slot[i].is_some() {
+                    return Err(self.unsupported("a gather or tile in zmm code"));
+                }
+                let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
+                self.slot_to_rax(map);
+                let b = binding as i32 * 8;
+                super::asm::x64!(self.ops; mov rcx, QWORD [r12 + b]);
+                let ins = Zins::new(zv::load(w), dst, 0, element(w));
+                let ins = if self.masked { ins.mask(1, true) } else { ins };
+                self.z(ins);
+            }
+            Node::Unary { op, x } => {
+                let a = self.vsrc(plan, x, 0)?;
+                self.emit_zunary(op, n.dtype, w, a, dst)?;
+            }
+            Node::Binary { op, lhs, rhs } => {
+                let a = self.vsrc(plan, lhs, 0)?;
+                let from_slot = match plan.home.get(rhs as usize) {
+                    Some(Home::Slot(s)) if n.dtype.is_float() => Some(self.vslot(plan, *s)),
+                    _ => None,
+                };
+                match (from_slot, float_op(op, w)) {
+                    (Some(at), Some(code)) => self.z(Zins::new(code, dst, a, Zrm::rsp(at))),
+                    _ => {
+                        let b = self.vsrc(plan, rhs, 1)?;
+                        self.emit_zbinary(op, n.dtype, w, a, b, dst)?;
+                    }
+                }
+            }
+            Node::Compare { op, lhs, rhs } => {
+                let operand = self.dtype(lhs)?;
+                let a = self.vsrc(plan, lhs, 0)?;
+                let b = self.vsrc(plan, rhs, 1)?;
+                if operand.is_float() {
+                    let predicate = super::vector_ops::float_predicate(op) as u8;
+                    self.zcmp_lanes(w, dst, a, b, predicate);
+                } else {
+                    let code = zv::pcmp(w);
+                    self.z(Zins::rrr(code, K_TMP, a, b).imm(int_predicate(op)));
+                    self.zmask_lanes(w, dst, K_TMP);
+                }
+            }
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                let c = self.vsrc(plan, cond, 0)?;
+                let t = self.vsrc(plan, on_true, 1)?;
+                let f = self.vsrc(plan, on_false, 2)?;
+                self.z(Zins::rrr(zv::ptestm(w), K_TMP, c, c));
+                self.z(Zins::rrr(zv::pblendm(w), dst, f, t).mask(K_TMP, false));
+            }
+            Node::Convert { x } => {
+                let from = self.dtype(x)?;
+                let a = self.vsrc(plan, x, 0)?;
+                self.emit_zconvert(from, n.dtype, w, a, dst)?;
+            }
+            Node::Fma { a, b, c } => {
+                // As on AVX2: a factor in a slot is the memory operand, the accumulator
+                // starts from c, through zmm3 when the destination is a factor's register.
+                let in_slot = |e: &Self, id: u32| match plan.home.get(id as usize) {
+                    Some(Home::Slot(s)) => Some(e.vslot(plan, *s)),
+                    _ => None,
+                };
+                let (first, second) = match (in_slot(self, a), in_slot(self, b)) {
+                    (_, Some(at)) => (a, Zrm::rsp(at)),
+                    (Some(at), None) => (b, Zrm::rsp(at)),
+                    (None, None) => (a, Zrm::Reg(self.vsrc(plan, b, 1)?)),
+                };
+                let r = self.vsrc(plan, first, 0)?;
+                let clobbers = second == Zrm::Reg(dst);
+                let acc = if dst == r || clobbers { 3 } else { dst };
+                self.vsrc_into(plan, c, acc)?;
+                self.z(Zins::new(zv::fmadd231(w), acc, r, second));
+                if acc != dst {
+                    self.z(Zins::rrr(zv::mov(w), dst, 0, acc));
+                }
+            }
+            Node::Bitcast { x } => {
+                let a = self.vsrc(plan, x, 0)?;
+                if a != dst {
+                    self.z(Zins::rrr(zv::mov(w), dst, 0, a));
+                }
+            }
+            Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } | Node::Acc => {
+                return Err(self.unsupported("a varying gather, index or constant in vector code"))
+            }
+        }
+        self.vfinish(plan, i, dst);
+        Ok(())
+    }
+
+    fn emit_zunary(
+        &mut self,
+        op: UnaryOp,
+        dtype: DType,
+        w: bool,
+        a: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        match (op, dtype) {
+            (UnaryOp::Neg, DType::F32 | DType::F64) => {
+                self.zsign_mask(3, w);
+                self.z(Zins::rrr(zv::PXOR, dst, a, 3));
+            }
+            (UnaryOp::Abs, DType::F32 | DType::F64) => {
+                self.zsign_mask(3, w);
+                self.z(Zins::rrr(zv::PANDN, dst, 3, a));
+            }
+            (UnaryOp::Sqrt, DType::F32 | DType::F64) => {
+                self.z(Zins::rrr(zv::sqrt(w), dst, 0, a));
+            }
+            (UnaryOp::Rsqrt, DType::F32 | DType::F64) => {
+                let one = if w {
+                    1f64.to_bits()
+                } else {
+                    u64::from(1f32.to_bits())
+                };
+                self.zconst(4, one, w);
+                self.z(Zins::rrr(zv::sqrt(w), 3, 0, a));
+                self.z(Zins::rrr(zv::div(w), dst, 4, 3));
+            }
+            (UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round, DType::F32 | DType::F64) => {
+                // Rounding mode in bits 0-1 (or nearest-even), precision exception
+                // suppressed, scale 0: the vroundps modes.
+                let mode = match op {
+                    UnaryOp::Floor => 9,
+                    UnaryOp::Ceil => 10,
+                    _ => 8,
+                };
+                self.z(Zins::rrr(zv::rndscale(w), dst, 0, a).imm(mode));
+            }
+            (UnaryOp::Not, _) => {
+                self.zones(3);
+                self.z(Zins::rrr(zv::PXOR, dst, a, 3));
+            }
+            (UnaryOp::Neg, DType::I32 | DType::I64) => {
+                self.z(Zins::rrr(zv::PXOR, 3, 3, 3));
+                self.z(Zins::rrr(zv::psub(w), dst, 3, a));
+            }
+            (UnaryOp::Abs, DType::I32 | DType::I64) => {
+                self.z(Zins::rrr(zv::pabs(w), dst, 0, a));
+            }
+            _ => return Err(self.unsupported(format!("vector {op} on {dtype}"))),
+        }
+        Ok(())
+    }
+
+    /// `zmm(dst) = a op b`, lane by lane, as the AVX2 code computes it.
+    pub(crate) fn emit_zbinary(
+        &mut self,
+        op: BinaryOp,
+        dtype: DType,
+        w: bool,
+        a: u8,
+        b: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        use BinaryOp::*;
+        if dtype.is_float() {
+            if let Some(code) = float_op(op, w) {
+                self.z(Zins::rrr(code, dst, a, b));
+                return Ok(());
+            }
+        }
+        let code = match (op, dtype) {
+            // Both operand orders combined, NaN lanes made all-ones: see `vector_ops.rs`.
+            (Max | Min, DType::F32 | DType::F64) => {
+                let (pick, combine) = if op == Max {
+                    (zv::max(w), zv::PAND)
+                } else {
+                    (zv::min(w), zv::POR)
+                };
+                self.z(Zins::rrr(pick, 3, a, b));
+                self.z(Zins::rrr(pick, 4, b, a));
+                self.z(Zins::rrr(combine, 3, 3, 4));
+                self.zcmp_lanes(w, 4, a, b, 3);
+                self.z(Zins::rrr(zv::POR, dst, 3, 4));
+                return Ok(());
+            }
+            (And, _) => zv::PAND,
+            (Or, _) => zv::POR,
+            (Xor, _) => zv::PXOR,
+            (Add, DType::I32 | DType::I64) => zv::padd(w),
+            (Sub, DType::I32 | DType::I64) => zv::psub(w),
+            (Mul, DType::I32) => zv::PMULLD,
+            (Max, DType::I32 | DType::I64) => zv::pmaxs(w),
+            (Min, DType::I32 | DType::I64) => zv::pmins(w),
+            // Counts outside 0..width (negative ones included) give 0 or the sign fill, as
+            // the IR says.
+            (Shl, DType::I32 | DType::I64) => zv::psllv(w),
+            (ShrLogical, DType::I32 | DType::I64) => zv::psrlv(w),
+            (ShrArithmetic, DType::I32 | DType::I64) => zv::psrav(w),
+            _ => return Err(self.unsupported(format!("vector {op} on {dtype}"))),
+        };
+        self.z(Zins::rrr(code, dst, a, b));
+        Ok(())
+    }
+
+    fn emit_zconvert(
+        &mut self,
+        from: DType,
+        to: DType,
+        w: bool,
+        a: u8,
+        dst: u8,
+    ) -> Result<(), EmitError> {
+        match (from, to) {
+            _ if from == to => {
+                if a != dst {
+                    self.z(Zins::rrr(zv::mov(w), dst, 0, a));
+                }
+            }
+            (DType::I32, DType::F32) => self.z(Zins::rrr(zv::CVTDQ2PS, dst, 0, a)),
+            (DType::F32, DType::I32) => {
+                // As on AVX2: overflow lanes (x ≥ 2^31) flip 0x8000_0000 to 0x7fff_ffff,
+                // NaN lanes are cleared.
+                self.zconst(4, u64::from(2f32.powi(31).to_bits()), false);
+                self.z(Zins::rrr(zv::CVTTPS2DQ, 3, 0, a));
+                self.zcmp_lanes(false, 4, a, 4, 0x1D);
+                self.z(Zins::rrr(zv::PXOR, 3, 3, 4));
+                self.zcmp_lanes(false, 4, a, a, 7);
+                self.z(Zins::rrr(zv::PAND, dst, 3, 4));
+            }
+            (DType::Bool, DType::I32 | DType::I64) => {
+                let op = zv::pshift_imm(w);
+                let shift = if w { 63 } else { 31 };
+                self.z(Zins::rrr(op, zv::SHIFT_RIGHT, dst, a).imm(shift));
+            }
+            (DType::Bool, DType::F32 | DType::F64) => {
+                let one = if w {
+                    1f64.to_bits()
+                } else {
+                    u64::from(1f32.to_bits())
+                };
+                self.zconst(3, one, w);
+                self.z(Zins::rrr(zv::PAND, dst, a, 3));
+            }
+            (DType::F32 | DType::F64, DType::Bool) => {
+                self.z(Zins::rrr(zv::PXOR, 3, 3, 3));
+                self.zcmp_lanes(w, dst, a, 3, 4);
+            }
+            (DType::I32 | DType::I64, DType::Bool) => {
+                self.z(Zins::rrr(zv::ptestm(w), K_TMP, a, a));
+                self.zmask_lanes(w, dst, K_TMP);
+            }
+            _ => return Err(self.unsupported(format!("vector convert {from} to {to}"))),
+        }
+        Ok(())
+    }
+
+    /// Stores zmm `src` at `[rcx + rax * size]` (under `k1` in the masked tail).
+    pub(crate) fn zstore(&mut self, wide: bool, src: u8) {
+        let ins = Zins::new(zv::store(wide), src, 0, element(wide));
+        let ins = if self.masked { ins.mask(1, false) } else { ins };
+        self.z(ins);
+    }
+}
+
+/// `[rcx + rax * size]`: the current element of the binding whose base is in rcx.
+fn element(wide: bool) -> Zrm {
+    let scale = if wide { 8 } else { 4 };
+    Zrm::Mem {
+        base: super::asm::gpr::RCX,
+        index: Some((super::asm::gpr::RAX, scale)),
+        disp: 0,
+    }
+}
+
+/// The one-instruction float arithmetic (which also takes its second operand from memory).
+fn float_op(op: BinaryOp, w: bool) -> Option<super::evex::Op> {
+    Some(match op {
+        BinaryOp::Add => zv::add(w),
+        BinaryOp::Sub => zv::sub(w),
+        BinaryOp::Mul => zv::mul(w),
+        BinaryOp::Div => zv::div(w),
+        _ => return None,
+    })
+}
