@@ -33,6 +33,20 @@ pub(crate) fn allocate(
     needs_vec: &[bool],
     regs: &[u8],
 ) -> (Vec<Home>, usize) {
+    allocate_except(nodes, result, uniform, needs_vec, &[], regs)
+}
+
+/// [`allocate`], except that the varying values marked in `no_home` get no home (their
+/// users read them some other way, e.g. from an opmask) while their own operands still stay
+/// live until they are read.
+pub(crate) fn allocate_except(
+    nodes: &[KernelNode],
+    result: NodeId,
+    uniform: &[bool],
+    needs_vec: &[bool],
+    no_home: &[bool],
+    regs: &[u8],
+) -> (Vec<Home>, usize) {
     let n = nodes.len();
     let varying = |i: usize| needs_vec[i] && !uniform[i];
     let mut last_use: Vec<usize> = (0..n).collect();
@@ -59,7 +73,8 @@ pub(crate) fn allocate(
     // Varying values: a register is free again after its value's last use.
     let mut owner: Vec<Option<usize>> = vec![None; regs.len()];
     let mut ever_used = vec![false; regs.len()];
-    for i in (0..n).filter(|&i| varying(i)) {
+    let homeless = |i: usize| no_home.get(i).copied().unwrap_or(false);
+    for i in (0..n).filter(|&i| varying(i) && !homeless(i)) {
         for o in owner.iter_mut() {
             if o.is_some_and(|v| last_use[v] < i) {
                 *o = None;
@@ -146,6 +161,42 @@ mod tests {
         // Four registers: the constants take the two the chain never needs, %0 first.
         let (home, slots) = allocate(&nodes, 5, &uniform, &needs, &[7, 8, 9, 10]);
         assert_eq!(home[..2], [Home::Reg(9), Home::Reg(10)]);
+        assert_eq!(slots, 0);
+    }
+
+    #[test]
+    fn a_homeless_value_gets_no_register_but_keeps_its_operands_live() {
+        // The homeless %3 reads %0 and %1 after %2 is loaded, so %2 must not take their
+        // registers (as it would if %3's reads were not counted).
+        let add = |lhs, rhs| {
+            node(Node::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            })
+        };
+        let load = || {
+            node(Node::Load {
+                binding: 0,
+                map: crate::kernel::IndexMap::new(0, &[1]),
+            })
+        };
+        // %0, %1 loads; %2 load; %3 = %0 + %1 (homeless); %4 = %2 + %2 (the result).
+        let nodes = vec![load(), load(), load(), add(0, 1), add(2, 2)];
+        let uniform = [false; 5];
+        let needs = [true; 5];
+        let no_home = [false, false, false, true, false];
+        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[7, 8, 9]);
+        assert_eq!(
+            home,
+            [
+                Home::Reg(7),
+                Home::Reg(8),
+                Home::Reg(9),
+                Home::None,
+                Home::Reg(7)
+            ]
+        );
         assert_eq!(slots, 0);
     }
 }

@@ -41,7 +41,7 @@ use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::tile::TileShape;
 use super::X64Tier;
-use crate::emit::vregs::allocate;
+use crate::emit::vregs::allocate_except;
 pub(crate) use crate::emit::vregs::Home;
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
@@ -62,6 +62,9 @@ pub(crate) struct VectorPlan {
     pub wide: bool,
     /// True for 512-bit zmm vectors (the AVX-512 tier, `vector_zmm.rs`), false for ymm.
     pub zmm: bool,
+    /// Per node (zmm only): the opmask register a compare whose only users are selects'
+    /// conditions leaves its result in, instead of a vector home.
+    pub mask_reg: Vec<Option<u8>>,
     /// Per node: its value does not vary along the vectorized dim.
     pub uniform: Vec<bool>,
     /// Per node: where its vector value lives.
@@ -309,7 +312,15 @@ pub(crate) fn plan(
     let regs: Vec<u8> = (FIRST_REG..end_reg)
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
-    let (home, mut slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &regs);
+    let mask_reg = if zmm {
+        super::vector_zmm::assign_masks(k, live, &uniform)
+    } else {
+        vec![None; n]
+    };
+    // A compare whose selects read its opmask needs no vector home.
+    let no_home: Vec<bool> = mask_reg.iter().map(Option::is_some).collect();
+    let (home, mut slots) =
+        allocate_except(&k.nodes, k.result, &uniform, &needs_vec, &no_home, &regs);
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
         slots += 1;
@@ -345,6 +356,7 @@ pub(crate) fn plan(
     Some(VectorPlan {
         wide,
         zmm,
+        mask_reg,
         uniform,
         home,
         slots,

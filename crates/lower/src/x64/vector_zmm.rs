@@ -1,11 +1,12 @@
 //! The AVX-512 tier's form of the vector path: the same plan, nodes and lane semantics as
 //! the AVX2 code of `vector_ops.rs`, in 512-bit zmm registers (16 × 32-bit or 8 × 64-bit
 //! lanes), with zmm5–zmm31 allocatable. Masks stay all-ones/zero lanes in vector registers
-//! as on AVX2: a compare writes an opmask (`k2`) and turns it into lanes with one
-//! `vpternlogd {k2}{z}`; a select tests its mask lanes into `k2` and blends with
-//! `vpblendmd`/`q`. Scratch: zmm0–zmm2 for spilled operands, zmm3/zmm4 and `k2` as
-//! temporaries, written before the destination, which is written last; `k1` is the masked
-//! tail's lane mask.
+//! as on AVX2: a compare writes an opmask (`k7`) and turns it into lanes with one
+//! `vpternlogd {k7}{z}`; a select tests its mask lanes into `k7` and blends with
+//! `vpblendmd`/`q`. A compare read only by selects skips both steps: it keeps its result in
+//! one of `k2`–`k6` (see [`assign_masks`]), which its selects blend under. Scratch: zmm0–zmm2
+//! for spilled operands, zmm3/zmm4 and `k7` as temporaries, written before the destination,
+//! which is written last; `k1` is the masked tail's lane mask.
 //!
 //! zmm16–31 are untouched by the SSE scalar code and `vzeroupper`, and are caller-saved in
 //! the SysV ABI, so they need no saving.
@@ -20,11 +21,71 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::evex_zmm::{emit, zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::vector::{Home, VectorPlan};
-use crate::kernel::Node;
+use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
-/// The opmask a compare or a select's test writes before it is consumed.
-const K_TMP: u8 = 2;
+/// The opmask a compare or a select's test writes before it is consumed at once.
+const K_TMP: u8 = 7;
+/// The opmasks [`assign_masks`] hands out (k1 is the masked tail's, k7 the temporary).
+const MASK_POOL: [u8; 5] = [2, 3, 4, 5, 6];
+
+/// Per node of `k`: the opmask a varying compare keeps its result in when every user is a
+/// select reading it as its condition (then the select blends under that opmask, and the
+/// compare needs no lanes). Handed out in node order from [`MASK_POOL`], each free again after
+/// its compare's last select; a compare that finds none free gets lanes as usual.
+pub(crate) fn assign_masks(k: &LoopKernel, live: &[bool], uniform: &[bool]) -> Vec<Option<u8>> {
+    let n = k.nodes.len();
+    let varying = |i: usize| live[i] && !uniform[i];
+    // Per node: its last user, or None when some user is not a select's condition alone.
+    let mut last_select: Vec<Option<usize>> = vec![None; n];
+    let mut other_use = vec![false; n];
+    if let Some(u) = other_use.get_mut(k.result as usize) {
+        *u = true;
+    }
+    for (j, kn) in k.nodes.iter().enumerate() {
+        if !varying(j) {
+            continue;
+        }
+        match kn.node {
+            Node::Select {
+                cond,
+                on_true,
+                on_false,
+            } => {
+                last_select[cond as usize] = Some(j);
+                other_use[on_true as usize] = true;
+                other_use[on_false as usize] = true;
+            }
+            ref other => {
+                for o in other.operands() {
+                    other_use[o as usize] = true;
+                }
+            }
+        }
+    }
+    let mut mask = vec![None; n];
+    let mut free_at: Vec<(u8, usize)> = Vec::new();
+    for (i, kn) in k.nodes.iter().enumerate() {
+        let Some(last) = last_select[i] else {
+            continue;
+        };
+        if !varying(i) || other_use[i] || !matches!(kn.node, Node::Compare { .. }) {
+            continue;
+        }
+        // Opmasks whose compare's last select came before this compare are free again.
+        let taken: Vec<u8> = free_at
+            .iter()
+            .filter(|&&(_, end)| end > i)
+            .map(|&(r, _)| r)
+            .collect();
+        if let Some(&r) = MASK_POOL.iter().find(|r| !taken.contains(r)) {
+            free_at.retain(|&(q, _)| q != r);
+            free_at.push((r, last));
+            mask[i] = Some(r);
+        }
+    }
+    mask
+}
 /// All-ones for every input combination of `vpternlogd` (a truth table of ones).
 const TERNLOG_ONES: u8 = 0xFF;
 
@@ -124,25 +185,35 @@ impl Emitter<'_> {
                 let operand = self.dtype(lhs)?;
                 let a = self.vsrc(plan, lhs, 0)?;
                 let b = self.vsrc(plan, rhs, 1)?;
+                let kreg = plan.mask_reg[i].unwrap_or(K_TMP);
                 if operand.is_float() {
                     let predicate = super::vector_ops::float_predicate(op) as u8;
-                    self.zcmp_lanes(w, dst, a, b, predicate);
+                    self.z(Zins::rrr(zv::cmp(w), kreg, a, b).imm(predicate));
                 } else {
                     let code = zv::pcmp(w);
-                    self.z(Zins::rrr(code, K_TMP, a, b).imm(int_predicate(op)));
-                    self.zmask_lanes(w, dst, K_TMP);
+                    self.z(Zins::rrr(code, kreg, a, b).imm(int_predicate(op)));
                 }
+                if plan.mask_reg[i].is_some() {
+                    return Ok(());
+                }
+                self.zmask_lanes(w, dst, K_TMP);
             }
             Node::Select {
                 cond,
                 on_true,
                 on_false,
             } => {
-                let c = self.vsrc(plan, cond, 0)?;
+                let kreg = match plan.mask_reg.get(cond as usize).copied().flatten() {
+                    Some(kreg) => kreg,
+                    None => {
+                        let c = self.vsrc(plan, cond, 0)?;
+                        self.z(Zins::rrr(zv::ptestm(w), K_TMP, c, c));
+                        K_TMP
+                    }
+                };
                 let t = self.vsrc(plan, on_true, 1)?;
                 let f = self.vsrc(plan, on_false, 2)?;
-                self.z(Zins::rrr(zv::ptestm(w), K_TMP, c, c));
-                self.z(Zins::rrr(zv::pblendm(w), dst, f, t).mask(K_TMP, false));
+                self.z(Zins::rrr(zv::pblendm(w), dst, f, t).mask(kreg, false));
             }
             Node::Convert { x } => {
                 let from = self.dtype(x)?;

@@ -701,3 +701,81 @@ fn zmm_loop_forms_decode_as_intended() {
     let target = X64Target::new(X64Tier::Avx512);
     assert_features_within(&target, &bytes);
 }
+
+/// A compare read only by selects stays in an opmask on the AVX-512 tier: the selects blend
+/// under it, with no mask lanes made and tested again; a compare that is also stored gets
+/// its lanes.
+#[test]
+fn avx512_selects_blend_under_their_compares_opmask() {
+    use accy_ir::CompareOp;
+    let node = |node, dtype| KernelNode { node, dtype };
+    // %2 = a < b; %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = %3 + %4.
+    let mut k = add_kernel();
+    k.nodes.truncate(2);
+    k.nodes.extend([
+        node(
+            Node::Compare {
+                op: CompareOp::Lt,
+                lhs: 0,
+                rhs: 1,
+            },
+            DType::Bool,
+        ),
+        node(
+            Node::Select {
+                cond: 2,
+                on_true: 0,
+                on_false: 1,
+            },
+            DType::F32,
+        ),
+        node(
+            Node::Select {
+                cond: 2,
+                on_true: 1,
+                on_false: 0,
+            },
+            DType::F32,
+        ),
+        node(
+            Node::Binary {
+                op: BinaryOp::Add,
+                lhs: 3,
+                rhs: 4,
+            },
+            DType::F32,
+        ),
+    ]);
+    k.result = 5;
+    let target = X64Target::new(X64Tier::Avx512);
+    let emit = |k: &LoopKernel| {
+        let code = target
+            .emit(&[Kernel::Loop(k.clone())], &Options::default())
+            .expect("emit");
+        assert_features_within(&target, &code.code);
+        disassemble(&code.code).expect("decodes")
+    };
+    let text = emit(&k);
+    assert!(text.contains("vcmplt_oqps k2,"), "{text}");
+    assert_eq!(
+        text.matches("{k2},").count(),
+        4,
+        "two selects, vector loop and tail:\n{text}"
+    );
+    assert!(
+        !text.contains("vptestm") && !text.contains("vpternlog"),
+        "{text}"
+    );
+    // Also stored (as the result's operand through a convert): lanes, then a test per select.
+    k.nodes[5] = node(Node::Convert { x: 2 }, DType::F32);
+    let text = emit(&k);
+    assert!(
+        text.contains("vcmplt_oqps k7,") && text.contains("vpternlogd"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("vptestmd k7,").count(),
+        0,
+        "dead selects:\n{text}"
+    );
+}
