@@ -36,6 +36,7 @@ mod scalar;
 mod tile;
 mod vector;
 mod vector_ops;
+pub(crate) mod vector_plan;
 mod vector_reduce;
 mod vector_zmm;
 pub(crate) mod vex;

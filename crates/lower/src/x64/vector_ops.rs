@@ -18,7 +18,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::evex::{self, Lanes, Mem};
 use super::kernel::Emitter;
-use super::vector::{Home, VectorPlan};
+use super::vector::{Home, SignMask, VectorPlan};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
@@ -76,7 +76,7 @@ impl Emitter<'_> {
     /// shift: two ALU instructions where a broadcast constant takes three, one of them a
     /// shuffle-port broadcast. (Only left shifts: dynasm 5.1 encodes `vpsrlq ymm, ymm, imm` as
     /// the xmm form; `tests/encoding.rs` pins that and the forms used here.)
-    fn vsign_mask(&mut self, reg: u8, wide: bool) {
+    pub(crate) fn vsign_mask(&mut self, reg: u8, wide: bool) {
         x64!(self.ops; vpcmpeqd Ry(reg), Ry(reg), Ry(reg));
         if wide {
             x64!(self.ops; vpsllq Ry(reg), Ry(reg), 63);
@@ -136,7 +136,7 @@ impl Emitter<'_> {
             }
             Node::Unary { op, x } => {
                 let a = self.vsrc(plan, x, 0)?;
-                self.emit_vunary(op, n.dtype, w, a, dst)?;
+                self.emit_vunary(plan, op, n.dtype, a, dst)?;
             }
             Node::Binary { op, lhs, rhs } => {
                 let a = self.vsrc(plan, lhs, 0)?;
@@ -218,20 +218,40 @@ impl Emitter<'_> {
 
     fn emit_vunary(
         &mut self,
+        plan: &VectorPlan,
         op: UnaryOp,
         dtype: DType,
-        w: bool,
         a: u8,
         dst: u8,
     ) -> Result<(), EmitError> {
+        let w = plan.wide;
         match (op, dtype) {
-            (UnaryOp::Neg, DType::F32 | DType::F64) => {
-                self.vsign_mask(3, w);
-                x64!(self.ops; vxorps Ry(dst), Ry(a), ymm3);
-            }
-            (UnaryOp::Abs, DType::F32 | DType::F64) => {
-                self.vsign_mask(3, w);
-                x64!(self.ops; vandnps Ry(dst), ymm3, Ry(a));
+            (UnaryOp::Neg | UnaryOp::Abs, DType::F32 | DType::F64) => {
+                let neg = op == UnaryOp::Neg;
+                match plan.sign {
+                    Some(SignMask::Slot(slot)) => {
+                        let (sign, magnitude) = self.sign_slots(plan, slot);
+                        if neg {
+                            x64!(self.ops; vxorps Ry(dst), Ry(a), [rsp + sign]);
+                        } else {
+                            x64!(self.ops; vandps Ry(dst), Ry(a), [rsp + magnitude]);
+                        }
+                    }
+                    sign => {
+                        let reg = match sign {
+                            Some(SignMask::Reg(r)) => r,
+                            _ => {
+                                self.vsign_mask(3, w);
+                                3
+                            }
+                        };
+                        if neg {
+                            x64!(self.ops; vxorps Ry(dst), Ry(a), Ry(reg));
+                        } else {
+                            x64!(self.ops; vandnps Ry(dst), Ry(reg), Ry(a));
+                        }
+                    }
+                }
             }
             (UnaryOp::Sqrt | UnaryOp::Rsqrt, DType::F32) => {
                 if op == UnaryOp::Sqrt {

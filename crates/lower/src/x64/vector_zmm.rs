@@ -20,7 +20,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::evex_zmm::{emit, zv, Zins, Zrm};
 use super::kernel::Emitter;
-use super::vector::{Home, VectorPlan};
+use super::vector::{Home, SignMask, VectorPlan};
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
@@ -125,7 +125,7 @@ impl Emitter<'_> {
     }
 
     /// `zmm(reg)` = the sign bit of each lane.
-    fn zsign_mask(&mut self, reg: u8, wide: bool) {
+    pub(crate) fn zsign_mask(&mut self, reg: u8, wide: bool) {
         self.zones(reg);
         let shift = if wide { 63 } else { 31 };
         let op = zv::pshift_imm(wide);
@@ -165,7 +165,7 @@ impl Emitter<'_> {
             }
             Node::Unary { op, x } => {
                 let a = self.vsrc(plan, x, 0)?;
-                self.emit_zunary(op, n.dtype, w, a, dst)?;
+                self.emit_zunary(plan, op, n.dtype, a, dst)?;
             }
             Node::Binary { op, lhs, rhs } => {
                 let a = self.vsrc(plan, lhs, 0)?;
@@ -257,20 +257,40 @@ impl Emitter<'_> {
 
     fn emit_zunary(
         &mut self,
+        plan: &VectorPlan,
         op: UnaryOp,
         dtype: DType,
-        w: bool,
         a: u8,
         dst: u8,
     ) -> Result<(), EmitError> {
+        let w = plan.wide;
         match (op, dtype) {
-            (UnaryOp::Neg, DType::F32 | DType::F64) => {
-                self.zsign_mask(3, w);
-                self.z(Zins::rrr(zv::PXOR, dst, a, 3));
-            }
-            (UnaryOp::Abs, DType::F32 | DType::F64) => {
-                self.zsign_mask(3, w);
-                self.z(Zins::rrr(zv::PANDN, dst, 3, a));
+            (UnaryOp::Neg | UnaryOp::Abs, DType::F32 | DType::F64) => {
+                let neg = op == UnaryOp::Neg;
+                match plan.sign {
+                    Some(SignMask::Slot(slot)) => {
+                        let (sign, magnitude) = self.sign_slots(plan, slot);
+                        if neg {
+                            self.z(Zins::new(zv::PXOR, dst, a, Zrm::rsp(sign)));
+                        } else {
+                            self.z(Zins::new(zv::PAND, dst, a, Zrm::rsp(magnitude)));
+                        }
+                    }
+                    sign => {
+                        let reg = match sign {
+                            Some(SignMask::Reg(r)) => r,
+                            _ => {
+                                self.zsign_mask(3, w);
+                                3
+                            }
+                        };
+                        if neg {
+                            self.z(Zins::rrr(zv::PXOR, dst, a, reg));
+                        } else {
+                            self.z(Zins::rrr(zv::PANDN, dst, reg, a));
+                        }
+                    }
+                }
             }
             (UnaryOp::Sqrt, DType::F32 | DType::F64) => {
                 self.z(Zins::rrr(zv::sqrt(w), dst, 0, a));

@@ -9,7 +9,7 @@ use super::host::{host_features, host_target};
 use crate::kernel::{LoopKernel, Node};
 use crate::target::Target;
 use crate::testing::kernels::{binary_2d, load, node, random_kernel, reduce_2d};
-use crate::x64::vector::{vector_lanes, vector_tiles};
+use crate::x64::vector_plan::{vector_lanes, vector_tiles};
 use crate::x64::{X64Target, X64Tier};
 
 /// Every expanded transcendental, and a chain around one, runs on the vector path in default

@@ -1,0 +1,400 @@
+//! The vector plan: whether and how a loop kernel's innermost dim runs in vector registers
+//! (`vector.rs` emits it; `vector_ops.rs` and `vector_zmm.rs` hold each node's code).
+//!
+//! A kernel qualifies ([`plan`]) when either it is elementwise and stores contiguously along
+//! the innermost dim (stride 1), or it reduces over its innermost dim (`vector_reduce.rs`);
+//! and every load varying along that dim is contiguous (stride 1) or, in an elementwise
+//! kernel, strided (a transposing read: one AVX2 gather per vector, its lane offsets
+//! written to a frame slot once at kernel entry; or, when the innermost dim is a short run of
+//! whole vectors and the next one out reads contiguously, tiles of whole source lines
+//! transposed in registers into frame slots, see `tile.rs`; either way ymm vectors and the
+//! scalar tail even on AVX-512, whose zmm code and masked tail have neither); an elementwise
+//! kernel reads the stored binding only through the store's own map (a point must not see a
+//! later point's store early); and every node that varies along the dim has a vector form
+//! in one lane width: f32/i32 or f64/i64, with bools as all-ones/zero lane masks. Anything
+//! else is left to the scalar loops, which handle every node.
+//!
+//! Vector values live in ymm5–ymm15 (zmm5–zmm31) by a linear scan over their live ranges
+//! (`emit::vregs`: varying values first, then uniform ones for the whole loop), the rest in
+//! 32-byte (64-byte) frame slots; registers 0–4 are scratch.
+
+use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
+
+use super::tile::TileShape;
+use crate::emit::vregs::{allocate_except, Home};
+use crate::kernel::{LoopKernel, Node};
+
+/// The first ymm register the allocator hands out; ymm0–ymm4 are scratch.
+const FIRST_REG: u8 = 5;
+/// One past the last allocatable ymm register.
+const END_REG: u8 = 16;
+/// One past the last allocatable zmm register.
+const END_ZMM_REG: u8 = 32;
+/// The accumulator of a vectorized reduction (then not allocatable).
+pub(crate) const ACC_REG: u8 = 15;
+
+/// How the innermost parallel dim is vectorized.
+#[derive(Debug)]
+pub(crate) struct VectorPlan {
+    /// True for 64-bit lanes, false for 32-bit lanes.
+    pub wide: bool,
+    /// True for 512-bit zmm vectors (the AVX-512 tier, `vector_zmm.rs`), false for ymm.
+    pub zmm: bool,
+    /// Per node (zmm only): the opmask register a compare whose only users are selects'
+    /// conditions leaves its result in, instead of a vector home.
+    pub mask_reg: Vec<Option<u8>>,
+    /// Where the lanes' sign-bit mask is kept for the whole loop (set by the uniform prefix)
+    /// when some float `neg` or `abs` varies: each then costs one instruction instead of
+    /// three.
+    pub sign: Option<SignMask>,
+    /// Per node: its value does not vary along the vectorized dim.
+    pub uniform: Vec<bool>,
+    /// Per node: where its vector value lives.
+    pub home: Vec<Home>,
+    /// Number of 32-byte frame slots the homes (and the accumulator spill) use; a zmm home
+    /// takes two (see `Emitter::vslot`).
+    pub slots: usize,
+    /// For a reduction: the slot the accumulator vector is spilled to for the final combine.
+    pub acc_slot: Option<usize>,
+    /// Per node: for a load that walks the vectorized dim with a stride other than 0 or 1,
+    /// the slot holding its gather's lane offsets (`lane * stride`, one dword per lane),
+    /// written once at kernel entry.
+    pub gather_slot: Vec<Option<usize>>,
+    /// Per node: for a load transposed through tiles (see `tile.rs`), the first of the
+    /// consecutive slots its tiles' columns are written to; the slot after them holds the
+    /// pointer to the current column while a run of the vector loop reads them.
+    pub tile_slot: Vec<Option<usize>>,
+}
+
+impl VectorPlan {
+    /// Points per vector iteration.
+    pub(crate) fn lanes(&self) -> i64 {
+        let lanes = if self.wide { 4 } else { 8 };
+        if self.zmm {
+            2 * lanes
+        } else {
+            lanes
+        }
+    }
+
+    /// Bytes per vector.
+    pub(crate) fn vector_bytes(&self) -> i32 {
+        if self.zmm {
+            64
+        } else {
+            32
+        }
+    }
+
+    /// Whether some load is a gather or a tile: the AVX-512 masked tail has no form of either
+    /// here, so such a loop finishes with the scalar tail.
+    pub(crate) fn needs_scalar_tail(&self) -> bool {
+        self.tiles() || self.gather_slot.iter().any(Option::is_some)
+    }
+
+    /// Whether some load reads through tiles (`tile.rs`).
+    pub(crate) fn tiles(&self) -> bool {
+        self.tile_slot.iter().any(Option::is_some)
+    }
+}
+
+/// Where a vector loop keeps its sign-bit mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SignMask {
+    /// In a register no home uses.
+    Reg(u8),
+    /// In the frame, from this 32-byte slot: the sign mask, then (one vector on) its
+    /// complement, the magnitude mask `abs` ands with.
+    Slot(usize),
+}
+
+/// The lane width a dtype needs: `Some(true)` for 64-bit, `Some(false)` for 32-bit, `None`
+/// for bool (a mask of whatever width the kernel uses); `Err` if it has no vector form.
+fn lane_class(dtype: DType) -> Result<Option<bool>, ()> {
+    match dtype {
+        DType::F32 | DType::I32 => Ok(Some(false)),
+        DType::F64 | DType::I64 => Ok(Some(true)),
+        DType::Bool => Ok(None),
+        _ => Err(()),
+    }
+}
+
+/// Whether a varying node of dtype `dtype` (operands of dtype `operand`) has a vector form.
+fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -> bool {
+    use DType::{Bool, F32, F64, I32, I64};
+    match node {
+        Node::Load { .. } => matches!(dtype, F32 | F64 | I32 | I64),
+        Node::Gather { .. } | Node::Index { .. } | Node::Const { .. } => false,
+        Node::Unary { op, .. } => match dtype {
+            F32 | F64 => matches!(
+                op,
+                UnaryOp::Neg
+                    | UnaryOp::Abs
+                    | UnaryOp::Sqrt
+                    | UnaryOp::Rsqrt
+                    | UnaryOp::Floor
+                    | UnaryOp::Ceil
+                    | UnaryOp::Round
+            ),
+            I32 | I64 => matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not),
+            Bool => *op == UnaryOp::Not,
+            _ => false,
+        },
+        Node::Binary { op, .. } => {
+            use BinaryOp::*;
+            match dtype {
+                F32 | F64 => matches!(op, Add | Sub | Mul | Div | Max | Min),
+                I32 => matches!(
+                    op,
+                    Add | Sub | Mul | And | Or | Xor | Max | Min | Shl | ShrLogical | ShrArithmetic
+                ),
+                I64 => matches!(
+                    op,
+                    Add | Sub | And | Or | Xor | Max | Min | Shl | ShrLogical
+                ),
+                Bool => matches!(op, And | Or | Xor),
+                _ => false,
+            }
+        }
+        Node::Compare { op, .. } => match operand {
+            Some(F32 | F64 | I32 | I64) => true,
+            Some(Bool) => matches!(op, CompareOp::Eq | CompareOp::Ne),
+            _ => false,
+        },
+        Node::Select { .. } => true,
+        Node::Convert { .. } => match (operand, dtype) {
+            (Some(from), to) if from == to => true,
+            (Some(I32), F32) | (Some(F32), I32) => !wide,
+            (Some(Bool), F32 | F64 | I32 | I64) => true,
+            (Some(F32 | F64 | I32 | I64), Bool) => true,
+            _ => false,
+        },
+        Node::Acc => false,
+        Node::Fma { .. } => matches!(dtype, F32 | F64),
+        // Validation keeps the lane width.
+        Node::Bitcast { .. } => true,
+    }
+}
+
+/// The largest stride (in elements) a gathered load may have: its lane offsets, up to
+/// `7 * stride`, must fit the gather's signed 32-bit indices.
+const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
+
+/// The vector plan for `k`, or `None` when the scalar loops must run it (see the module doc).
+/// `zmm` (the AVX-512 tier) asks for 512-bit vectors, which a kernel gets unless it gathers
+/// or reads through tiles (those have ymm forms only).
+pub(crate) fn plan(
+    k: &LoopKernel,
+    live: &[bool],
+    reassociate: bool,
+    zmm: bool,
+) -> Option<VectorPlan> {
+    let (p, rank) = (k.parallel_rank as usize, k.dims.len());
+    let result_dtype = k.nodes.get(k.result as usize)?.dtype;
+    let mut wide = lane_class(result_dtype).ok()??;
+    match k.reduction {
+        // Elementwise: the innermost parallel dim, stored contiguously.
+        None => {
+            if p == 0 || p != rank || k.store.map.strides.get(p - 1) != Some(&1) {
+                return None;
+            }
+        }
+        // A reduction whose innermost dim is reduced: lanes accumulate separately and are
+        // combined at the end of each run (see `vector_reduce.rs`). Float sums are thereby
+        // reassociated, which the kernel semantics allow in default mode (`reassociate`, from
+        // `Options::reassociate`); float products are not vectorized
+        // (reordering them can overflow or underflow differently), nor i64 products (no AVX2
+        // multiply).
+        Some(op) => {
+            let ok = match op {
+                ReduceOp::Sum => reassociate || !result_dtype.is_float(),
+                ReduceOp::Max | ReduceOp::Min => true,
+                ReduceOp::Prod => result_dtype == DType::I32,
+            };
+            if !ok || rank == p {
+                return None;
+            }
+        }
+    }
+    let inner = rank - 1;
+    let n = k.nodes.len();
+    let mut gathered = vec![false; n];
+    let mut uniform = vec![false; n];
+    let mut needs_vec = vec![false; n];
+    for (i, kn) in k.nodes.iter().enumerate() {
+        if !live[i] {
+            continue;
+        }
+        uniform[i] = match &kn.node {
+            Node::Load { binding, map } => {
+                // Elementwise: a point must not see a later point's store early. With a
+                // reduction the store follows the whole inner loop, so nothing moves across it.
+                let elementwise = k.reduction.is_none();
+                if elementwise && *binding == k.store.binding && *map != k.store.map {
+                    return None;
+                }
+                match map.strides.get(inner) {
+                    Some(0) => true,
+                    Some(1) => false,
+                    // Any other stride (a transposing read, a strided slice) is a gather:
+                    // elementwise only, so a reduction's masked tail never meets one.
+                    Some(s) if elementwise && s.unsigned_abs() <= MAX_GATHER_STRIDE => {
+                        gathered[i] = true;
+                        false
+                    }
+                    _ => return None,
+                }
+            }
+            Node::Gather {
+                binding,
+                map,
+                index,
+                ..
+            } => {
+                if k.reduction.is_none() && *binding == k.store.binding {
+                    return None;
+                }
+                map.strides.get(inner) == Some(&0) && *uniform.get(*index as usize)?
+            }
+            Node::Const { .. } => true,
+            Node::Index { dim, .. } => *dim != Some(inner as u32),
+            other => other.operands().iter().all(|&o| uniform[o as usize]),
+        };
+        if !uniform[i] {
+            needs_vec[i] = true;
+            for o in kn.node.operands() {
+                needs_vec[o as usize] = true;
+            }
+        }
+    }
+    needs_vec[k.result as usize] = true;
+    // One lane width for every vector value.
+    let mut class: Option<bool> = Some(wide);
+    for (i, kn) in k.nodes.iter().enumerate() {
+        if !needs_vec[i] {
+            continue;
+        }
+        match (lane_class(kn.dtype).ok()?, class) {
+            (Some(c), Some(w)) if c != w => return None,
+            (Some(c), None) => class = Some(c),
+            _ => {}
+        }
+    }
+    wide = class?;
+    for (i, kn) in k.nodes.iter().enumerate() {
+        if needs_vec[i] && !uniform[i] {
+            let operand = kn
+                .node
+                .operands()
+                .last()
+                .and_then(|&o| k.nodes.get(o as usize))
+                .map(|o| o.dtype);
+            let operand = match kn.node {
+                Node::Select { .. } => Some(kn.dtype),
+                _ => operand,
+            };
+            if !vectorizable(&kn.node, kn.dtype, operand, wide) {
+                return None;
+            }
+        }
+    }
+    let reducing = k.reduction.is_some();
+    let zmm = zmm && !gathered.contains(&true);
+    let end_reg = if zmm { END_ZMM_REG } else { END_REG };
+    let regs: Vec<u8> = (FIRST_REG..end_reg)
+        .filter(|&r| !reducing || r != ACC_REG)
+        .collect();
+    let mask_reg = if zmm {
+        super::vector_zmm::assign_masks(k, live, &uniform)
+    } else {
+        vec![None; n]
+    };
+    // A compare whose selects read its opmask needs no vector home.
+    let no_home: Vec<bool> = mask_reg.iter().map(Option::is_some).collect();
+    let (home, mut slots) =
+        allocate_except(&k.nodes, k.result, &uniform, &needs_vec, &no_home, &regs);
+    // A reduction spills its accumulator vector once per run, to combine the lanes.
+    let acc_slot = reducing.then(|| {
+        slots += 1;
+        slots - 1
+    });
+    if zmm {
+        // Nothing gathers or tiles: the slots so far are all homes, two 32-byte units each.
+        slots *= 2;
+    }
+    let flips_sign = k.nodes.iter().enumerate().any(|(i, kn)| {
+        let float = kn.dtype.is_float();
+        let sign_op = matches!(
+            kn.node,
+            Node::Unary {
+                op: UnaryOp::Neg | UnaryOp::Abs,
+                ..
+            }
+        );
+        live[i] && !uniform[i] && float && sign_op
+    });
+    let sign = flips_sign.then(|| {
+        match regs
+            .iter()
+            .copied()
+            .find(|&r| !home.contains(&Home::Reg(r)))
+        {
+            Some(r) => SignMask::Reg(r),
+            None => {
+                let units = if zmm { 2 } else { 1 };
+                slots += 2 * units;
+                SignMask::Slot(slots - 2 * units)
+            }
+        }
+    });
+    let mut gather_slot = vec![None; n];
+    let mut tile_slot = vec![None; n];
+    let mut tile_bytes = 0;
+    for (i, kn) in k.nodes.iter().enumerate() {
+        let Node::Load { map, .. } = &kn.node else {
+            continue;
+        };
+        if !gathered[i] {
+            continue;
+        }
+        let shape = TileShape::of(wide);
+        let tile_slots = shape.slots(k.dims[rank - 1]) + 1;
+        if super::tile::tileable(k, &map.strides, shape)
+            && tile_bytes + 32 * tile_slots <= super::tile::TILE_BUDGET
+        {
+            tile_slot[i] = Some(slots);
+            slots += tile_slots;
+            tile_bytes += 32 * tile_slots;
+        } else {
+            gather_slot[i] = Some(slots);
+            slots += 1;
+        }
+    }
+    Some(VectorPlan {
+        wide,
+        zmm,
+        mask_reg,
+        sign,
+        uniform,
+        home,
+        slots,
+        acc_slot,
+        gather_slot,
+        tile_slot,
+    })
+}
+
+/// Lanes per vector iteration `k` gets on the AVX2 tier, or `None` when it runs scalar loops
+/// (for tests that must know which path they exercise).
+#[cfg(test)]
+pub(crate) fn vector_lanes(k: &LoopKernel) -> Option<i64> {
+    let live = k.live_nodes();
+    plan(k, &live, true, false).map(|p| p.lanes())
+}
+
+/// Whether `k` reads a load through tiles on the AVX2 tier (for tests that must know).
+#[cfg(test)]
+pub(crate) fn vector_tiles(k: &LoopKernel) -> bool {
+    let live = k.live_nodes();
+    plan(k, &live, true, false).is_some_and(|p| p.tiles())
+}
