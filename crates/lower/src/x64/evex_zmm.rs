@@ -279,6 +279,8 @@ pub(crate) mod zv {
             op(3, 1, false, 0x08)
         }
     }
+    /// `vextractf64x4 ymm/m256, zmm, imm8`: the source goes in reg, the destination in r/m.
+    pub(crate) const EXTRACTF64X4: Op = op(3, 1, true, 0x1B);
     /// `vpbroadcastd zmm, r32` / `vpbroadcastq zmm, r64`.
     pub(crate) const fn pbroadcast_gpr(wide: bool) -> Op {
         op(2, 1, wide, 0x7C)

@@ -1,9 +1,10 @@
 //! A reduction over a contiguous innermost dim, vectorized on the AVX2 tier.
 //!
-//! Each lane accumulates every `lanes`-th point of a run of the inner loop in `ymm15`
-//! (starting from the op's identity); after the vector loop the lanes are folded, in lane
-//! order, into the scalar accumulator with the scalar combine step, and a scalar tail adds
-//! the remaining points. Integer sums and products wrap, and max/min give the same value in
+//! Each lane accumulates every `lanes`-th point of a run of the inner loop in `ymm15` (`zmm15`
+//! on AVX-512), starting from the op's identity; after the vector loop the lanes are folded
+//! pairwise in registers (upper half onto lower half until one lane is left), that lane into
+//! the scalar accumulator with the scalar combine step, and a scalar tail (or the AVX-512
+//! masked iteration) adds the remaining points. Integer sums and products wrap, and max/min give the same value in
 //! any order, so those results are bit-exact; a float sum is reassociated (allowed by the
 //! kernel semantics), so it may differ from the row-major sum by rounding — tests compare it
 //! with a bound of `count · ε · Σ|terms|`. Folding an identity lane never changes the
@@ -18,7 +19,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::{gpr, x64};
 use super::evex::{move_merge, Lanes};
-use super::evex_zmm::{zv, Zins, Zrm};
+use super::evex_zmm::{zv, Zins};
 use super::kernel::Emitter;
 use super::vector::{VectorPlan, ACC_REG};
 use super::X64Tier;
@@ -101,17 +102,11 @@ impl Emitter<'_> {
             })?;
             x64!(self.ops; =>fold);
         }
-        if plan.zmm {
-            self.z(Zins::new(zv::store(plan.wide), ACC_REG, 0, Zrm::rsp(spill)));
-        } else {
-            x64!(self.ops; vmovups [rsp + spill], Ry(ACC_REG));
-        }
+        self.emit_fold_lanes(plan, combine, dtype)?;
+        x64!(self.ops; vmovups [rsp + spill], Ry(ACC_REG));
         // The fold and the tail are SSE code (and may call imports).
         x64!(self.ops; vzeroupper);
-        let width = if plan.wide { 8 } else { 4 };
-        for lane in 0..lanes as i32 {
-            self.emit_combine(op, dtype, acc, spill + lane * width)?;
-        }
+        self.emit_combine(op, dtype, acc, spill)?;
         if avx512 {
             x64!(self.ops; =>end);
             self.emit_map_restore(d);
@@ -143,5 +138,33 @@ impl Emitter<'_> {
         } else {
             self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)
         }
+    }
+
+    /// Combines the accumulator's lanes pairwise in registers, halving the live width each
+    /// step (zmm to ymm, ymm to xmm, then 64-bit and 32-bit halves), into its lane 0: a
+    /// handful of vector instructions where a lane-by-lane scalar fold took one
+    /// store-forwarded combine per lane. ymm1 holds each step's upper half.
+    fn emit_fold_lanes(
+        &mut self,
+        plan: &VectorPlan,
+        combine: BinaryOp,
+        dtype: accy_ir::DType,
+    ) -> Result<(), EmitError> {
+        let w = plan.wide;
+        let step = |e: &mut Self| e.emit_vbinary(combine, dtype, w, ACC_REG, 1, ACC_REG);
+        if plan.zmm {
+            // vextractf64x4 ymm1, zmm15, 1 (the source in ModRM.reg, the destination in r/m).
+            self.z(Zins::rrr(zv::EXTRACTF64X4, ACC_REG, 0, 1).imm(1));
+            step(self)?;
+        }
+        x64!(self.ops; vextractf128 xmm1, Ry(ACC_REG), 1);
+        step(self)?;
+        x64!(self.ops; vmovhlps xmm1, Rx(ACC_REG), Rx(ACC_REG));
+        step(self)?;
+        if !w {
+            x64!(self.ops; vmovshdup xmm1, Rx(ACC_REG));
+            step(self)?;
+        }
+        Ok(())
     }
 }

@@ -674,6 +674,10 @@ fn zmm_loop_forms_decode_as_intended() {
             "vrndscalepd zmm28,zmm6,0xA",
         ),
         (
+            Zins::rrr(zv::EXTRACTF64X4, 15, 0, 1).imm(1),
+            "vextractf64x4 ymm1,zmm15,1",
+        ),
+        (
             Zins::rrr(zv::pbroadcast_gpr(false), 4, 0, 0),
             "vpbroadcastd zmm4,eax",
         ),
