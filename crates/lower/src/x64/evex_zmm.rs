@@ -114,6 +114,7 @@ pub(crate) fn emit(out: &mut impl Extend<u8>, i: Zins) {
             };
             match index {
                 Some((r, scale)) => {
+                    debug_assert!(matches!(scale, 1 | 2 | 4 | 8), "scale {scale}");
                     let ss = match scale {
                         1 => 0,
                         2 => 1,

@@ -299,8 +299,8 @@ impl Emitter<'_> {
         }
     }
 
-    /// The register node `i`'s vector result is computed into (its home, or ymm0 when it
-    /// lives in a slot; `vfinish` then stores it).
+    /// The register node `i`'s vector result is computed into (its home, or register 0 when
+    /// it lives in a slot; `vfinish` then stores it).
     pub(crate) fn vdst(&self, plan: &VectorPlan, i: usize) -> u8 {
         match plan.home.get(i) {
             Some(Home::Reg(r)) => *r,

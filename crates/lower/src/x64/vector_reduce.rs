@@ -1,4 +1,4 @@
-//! A reduction over a contiguous innermost dim, vectorized on the AVX2 tier.
+//! A reduction over a contiguous innermost dim, vectorized on the AVX2 and AVX-512 tiers.
 //!
 //! Each lane accumulates every `lanes`-th point of a run of the inner loop in `ymm15` (`zmm15`
 //! on AVX-512), starting from the op's identity; after the vector loop the lanes are folded

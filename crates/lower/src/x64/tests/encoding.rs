@@ -230,6 +230,11 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vunpcklpd Ry(a), Ry(b), Ry(c)
         ; vunpckhpd Ry(a), Ry(b), Ry(c)
         ; prefetcht1 [rcx + rax * 8 + 0x100]
+        ; vextractf128 xmm1, Ry(15), 1
+        ; vmovhlps xmm1, Rx(15), Rx(14)
+        ; vmovshdup xmm1, Rx(15)
+        ; vxorps Ry(a), Ry(b), [rsp + 0x140]
+        ; vandps Ry(a), Ry(b), [rsp + 0x160]
     );
     ops.extend(crate::x64::micro::vfmadd231pd(a, b, c));
     ops.extend(crate::x64::micro::vfmadd231pd(12, 13, 14));
@@ -265,6 +270,11 @@ vunpckhps ymm1,ymm2,ymm3
 vunpcklpd ymm1,ymm2,ymm3
 vunpckhpd ymm1,ymm2,ymm3
 prefetcht1 [rcx+rax*8+0x100]
+vextractf128 xmm1,ymm15,1
+vmovhlps xmm1,xmm15,xmm14
+vmovshdup xmm1,xmm15
+vxorps ymm1,ymm2,[rsp+0x140]
+vandps ymm1,ymm2,[rsp+0x160]
 vfmadd231pd ymm1,ymm2,ymm3
 vfmadd231pd ymm12,ymm13,ymm14
 vgatherdpd ymm1,[rcx+xmm2*8],ymm3
