@@ -182,10 +182,14 @@ impl Session {
             None => accy_lower::lookup_host(cpu.arch(), cpu.features()),
         }
         .map_err(|e| Inner::Lookup(e).into_error())?;
+        // Kernels are blocked for this host's caches (recorded in each artifact).
+        let blocking = cpu.caches().blocking();
         Ok(Session {
             cpu,
             target,
-            options: Options::default().with_reassociate(options.reassociate_float_sums),
+            options: Options::default()
+                .with_reassociate(options.reassociate_float_sums)
+                .with_caches(blocking),
             executor,
             table: SlotTable::new(),
             last_cause: Mutex::new(None),

@@ -43,6 +43,8 @@ pub fn inspect(
         return out.bytes(text.as_bytes());
     }
     let program = super::model::load_model(file, model, &[])?.program;
+    // Blocked for this host's caches, as a session compiling here would.
+    let caches = accy_executable::CacheInfo::detect().blocking();
     let target: Box<dyn Target> = match target {
         Some(TargetName(name)) => lookup_name(name, None),
         None => {
@@ -51,7 +53,9 @@ pub fn inspect(
         }
     }
     .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let options = Options::default().with_reassociate(!exact);
+    let options = Options::default()
+        .with_reassociate(!exact)
+        .with_caches(caches);
     let compiled = accy_lower::compile_detailed(&program, target.as_ref(), &options)
         .map_err(|e| Failure::Runtime(format!("compiling {}: {e}", file.display())))?;
     let text = render(

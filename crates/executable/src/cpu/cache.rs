@@ -70,6 +70,16 @@ impl CacheInfo {
         source: CacheSource::Defaults,
     };
 
+    /// The cache sizes to block kernels for on this host, as the compiler takes them
+    /// (`accy_lower::Options::caches`): each level's share per logical CPU, so that blocking
+    /// never counts on cache another busy core is using.
+    pub fn blocking(&self) -> accy_artifact::Blocking {
+        accy_artifact::Blocking {
+            l1d: self.l1d.per_logical_cpu(),
+            l2: self.l2.per_logical_cpu(),
+        }
+    }
+
     /// Detects the caches of CPU 0 (see the module doc for the order of sources).
     pub fn detect() -> CacheInfo {
         from_sysfs(Path::new("/sys/devices/system/cpu/cpu0/cache"))
