@@ -25,7 +25,7 @@ use super::asm::{gpr, x64};
 use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::tile::TileShape;
-pub(crate) use super::vector_plan::{plan, SignMask, VectorPlan, ACC_REG};
+pub(crate) use super::vector_plan::{plan, MinMax, SignMask, VectorPlan, ACC_REG};
 use super::X64Tier;
 pub(crate) use crate::emit::vregs::Home;
 use crate::kernel::Node;

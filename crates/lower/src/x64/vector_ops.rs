@@ -18,7 +18,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::evex::{self, Lanes, Mem};
 use super::kernel::Emitter;
-use super::vector::{Home, SignMask, VectorPlan};
+use super::vector::{Home, MinMax, SignMask, VectorPlan};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
@@ -87,6 +87,10 @@ impl Emitter<'_> {
 
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_vnode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
+        if plan.absorbed[i] {
+            // A compare read by min/max selects only: nothing to compute.
+            return Ok(());
+        }
         let n = self.k.nodes[i].clone();
         let w = plan.wide;
         let dst = self.vdst(plan, i);
@@ -150,6 +154,19 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, lhs, 0)?;
                 let b = self.vsrc(plan, rhs, 1)?;
                 self.emit_vcompare(op, operand, w, a, b, dst)?;
+            }
+            Node::Select { .. } if plan.min_max[i].is_some() => {
+                let Some(MinMax { max, first, second }) = plan.min_max[i] else {
+                    return Err(self.unsupported("a min/max select without its operands"));
+                };
+                let a = self.vsrc(plan, first, 0)?;
+                let b = self.vsrc(plan, second, 1)?;
+                match (max, w) {
+                    (false, false) => x64!(self.ops; vminps Ry(dst), Ry(a), Ry(b)),
+                    (false, true) => x64!(self.ops; vminpd Ry(dst), Ry(a), Ry(b)),
+                    (true, false) => x64!(self.ops; vmaxps Ry(dst), Ry(a), Ry(b)),
+                    (true, true) => x64!(self.ops; vmaxpd Ry(dst), Ry(a), Ry(b)),
+                }
             }
             Node::Select {
                 cond,

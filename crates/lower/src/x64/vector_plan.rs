@@ -43,6 +43,11 @@ pub(crate) struct VectorPlan {
     /// Per node (zmm only): the opmask register a compare whose only users are selects'
     /// conditions leaves its result in, instead of a vector home.
     pub mask_reg: Vec<Option<u8>>,
+    /// Per node: for a select that is exactly a float min or max of its two operands, which
+    /// (see [`min_max_selects`]); it is then one `vminps`/`vmaxps`.
+    pub min_max: Vec<Option<MinMax>>,
+    /// Per node: a compare read only by such selects, so never emitted.
+    pub absorbed: Vec<bool>,
     /// Where the lanes' sign-bit mask is kept for the whole loop (set by the uniform prefix)
     /// when some float `neg` or `abs` varies: each then costs one instruction instead of
     /// three.
@@ -96,6 +101,85 @@ impl VectorPlan {
     pub(crate) fn tiles(&self) -> bool {
         self.tile_slot.iter().any(Option::is_some)
     }
+}
+
+/// A select computing `(first < second) ? first : second` (`max`: `>`), which is what x86's
+/// `minps`/`maxps first, second` return lane by lane, NaN and signed-zero cases included: the
+/// second operand whenever the compare is false.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MinMax {
+    pub max: bool,
+    pub first: u32,
+    pub second: u32,
+}
+
+/// The selects of `k` that are a float min or max of their operands (`select(a < b, a, b)`
+/// is `minps(a, b)`, `select(a < b, b, a)` is `maxps(b, a)`, and likewise for `>`; `<=` and
+/// `>=` are not, as they pick the other operand on ties), and the compares read by nothing
+/// else (not emitted at all). Clamps in the math expansions take this form.
+pub(crate) fn min_max_selects(
+    k: &LoopKernel,
+    live: &[bool],
+    uniform: &[bool],
+) -> (Vec<Option<MinMax>>, Vec<bool>) {
+    let n = k.nodes.len();
+    let varying = |i: usize| live[i] && !uniform[i];
+    let mut min_max = vec![None; n];
+    for (j, kn) in k.nodes.iter().enumerate() {
+        let Node::Select {
+            cond,
+            on_true,
+            on_false,
+        } = kn.node
+        else {
+            continue;
+        };
+        let Some(Node::Compare { op, lhs, rhs }) = k.nodes.get(cond as usize).map(|c| &c.node)
+        else {
+            continue;
+        };
+        let float = k
+            .nodes
+            .get(*lhs as usize)
+            .is_some_and(|x| x.dtype.is_float());
+        if !varying(j) || !float {
+            continue;
+        }
+        let straight = (on_true, on_false) == (*lhs, *rhs);
+        let crossed = (on_true, on_false) == (*rhs, *lhs);
+        let max = match op {
+            CompareOp::Lt if straight || crossed => crossed,
+            CompareOp::Gt if straight || crossed => straight,
+            _ => continue,
+        };
+        let (first, second) = if straight { (*lhs, *rhs) } else { (*rhs, *lhs) };
+        min_max[j] = Some(MinMax { max, first, second });
+    }
+    // A compare is absorbed when every code that reads it is such a select.
+    let mut read_otherwise = vec![false; n];
+    if let Some(r) = read_otherwise.get_mut(k.result as usize) {
+        *r = true;
+    }
+    let mut read_by_min_max = vec![false; n];
+    for (j, kn) in k.nodes.iter().enumerate() {
+        if !live[j] {
+            continue;
+        }
+        if let (Some(_), Node::Select { cond, .. }) = (min_max[j], &kn.node) {
+            read_by_min_max[*cond as usize] = true;
+            for o in kn.node.operands().into_iter().filter(|&o| o != *cond) {
+                read_otherwise[o as usize] = true;
+            }
+            continue;
+        }
+        for o in kn.node.operands() {
+            read_otherwise[o as usize] = true;
+        }
+    }
+    let absorbed = (0..n)
+        .map(|i| varying(i) && read_by_min_max[i] && !read_otherwise[i])
+        .collect();
+    (min_max, absorbed)
 }
 
 /// Where a vector loop keeps its sign-bit mask.
@@ -304,13 +388,23 @@ pub(crate) fn plan(
     let regs: Vec<u8> = (FIRST_REG..end_reg)
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
-    let mask_reg = if zmm {
+    let (min_max, absorbed) = min_max_selects(k, live, &uniform);
+    let mut mask_reg = if zmm {
         super::vector_zmm::assign_masks(k, live, &uniform)
     } else {
         vec![None; n]
     };
-    // A compare whose selects read its opmask needs no vector home.
-    let no_home: Vec<bool> = mask_reg.iter().map(Option::is_some).collect();
+    for (m, &gone) in mask_reg.iter_mut().zip(&absorbed) {
+        if gone {
+            *m = None;
+        }
+    }
+    // A compare whose selects read its opmask, or that no code reads at all, needs no home.
+    let no_home: Vec<bool> = mask_reg
+        .iter()
+        .zip(&absorbed)
+        .map(|(m, &gone)| m.is_some() || gone)
+        .collect();
     let (home, mut slots) =
         allocate_except(&k.nodes, k.result, &uniform, &needs_vec, &no_home, &regs);
     // A reduction spills its accumulator vector once per run, to combine the lanes.
@@ -374,6 +468,8 @@ pub(crate) fn plan(
         wide,
         zmm,
         mask_reg,
+        min_max,
+        absorbed,
         sign,
         uniform,
         home,

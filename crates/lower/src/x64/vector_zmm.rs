@@ -20,7 +20,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::evex_zmm::{emit, zv, Zins, Zrm};
 use super::kernel::Emitter;
-use super::vector::{Home, SignMask, VectorPlan};
+use super::vector::{Home, MinMax, SignMask, VectorPlan};
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
@@ -147,6 +147,10 @@ impl Emitter<'_> {
 
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_znode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
+        if plan.absorbed[i] {
+            // A compare read by min/max selects only: nothing to compute.
+            return Ok(());
+        }
         let n = self.k.nodes[i].clone();
         let w = plan.wide;
         let dst = self.vdst(plan, i);
@@ -197,6 +201,15 @@ impl Emitter<'_> {
                     return Ok(());
                 }
                 self.zmask_lanes(w, dst, K_TMP);
+            }
+            Node::Select { .. } if plan.min_max[i].is_some() => {
+                let Some(MinMax { max, first, second }) = plan.min_max[i] else {
+                    return Err(self.unsupported("a min/max select without its operands"));
+                };
+                let a = self.vsrc(plan, first, 0)?;
+                let b = self.vsrc(plan, second, 1)?;
+                let op = if max { zv::max(w) } else { zv::min(w) };
+                self.z(Zins::rrr(op, dst, a, b));
             }
             Node::Select {
                 cond,

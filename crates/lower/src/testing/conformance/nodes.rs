@@ -65,7 +65,24 @@ pub(super) fn compare_select(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
                 s,
                 format!("select_{op}_{dt}"),
                 &[dt, dt],
-                vec![compare, select],
+                vec![compare.clone(), select],
+                2,
+            )?;
+            // The operands crossed: with `<` / `>`, a max / min of the pair (one `maxps` /
+            // `minps` on x86), which must agree on NaN and signed-zero lanes.
+            let crossed = node(
+                Node::Select {
+                    cond: 2,
+                    on_true: 1,
+                    on_false: 0,
+                },
+                dt,
+            );
+            product_case(
+                s,
+                format!("select_crossed_{op}_{dt}"),
+                &[dt, dt],
+                vec![compare, crossed],
                 2,
             )?;
         }

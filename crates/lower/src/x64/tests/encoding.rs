@@ -230,6 +230,8 @@ fn dynasm_quirks_are_as_worked_around() {
         ; vunpcklpd Ry(a), Ry(b), Ry(c)
         ; vunpckhpd Ry(a), Ry(b), Ry(c)
         ; prefetcht1 [rcx + rax * 8 + 0x100]
+        ; vminps Ry(a), Ry(b), Ry(c)
+        ; vmaxpd Ry(a), Ry(b), Ry(c)
         ; vextractf128 xmm1, Ry(15), 1
         ; vmovhlps xmm1, Rx(15), Rx(14)
         ; vmovshdup xmm1, Rx(15)
@@ -270,6 +272,8 @@ vunpckhps ymm1,ymm2,ymm3
 vunpcklpd ymm1,ymm2,ymm3
 vunpckhpd ymm1,ymm2,ymm3
 prefetcht1 [rcx+rax*8+0x100]
+vminps ymm1,ymm2,ymm3
+vmaxpd ymm1,ymm2,ymm3
 vextractf128 xmm1,ymm15,1
 vmovhlps xmm1,xmm15,xmm14
 vmovshdup xmm1,xmm15
@@ -723,13 +727,14 @@ fn zmm_loop_forms_decode_as_intended() {
 fn avx512_selects_blend_under_their_compares_opmask() {
     use accy_ir::CompareOp;
     let node = |node, dtype| KernelNode { node, dtype };
-    // %2 = a < b; %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = %3 + %4.
+    // %2 = a <= b; %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = %3 + %4 (`<=` so
+    // that the selects are not min/max, which need no mask at all).
     let mut k = add_kernel();
     k.nodes.truncate(2);
     k.nodes.extend([
         node(
             Node::Compare {
-                op: CompareOp::Lt,
+                op: CompareOp::Le,
                 lhs: 0,
                 rhs: 1,
             },
@@ -770,7 +775,7 @@ fn avx512_selects_blend_under_their_compares_opmask() {
         disassemble(&code.code).expect("decodes")
     };
     let text = emit(&k);
-    assert!(text.contains("vcmplt_oqps k2,"), "{text}");
+    assert!(text.contains("vcmple_oqps k2,"), "{text}");
     assert_eq!(
         text.matches("{k2},").count(),
         4,
@@ -784,7 +789,7 @@ fn avx512_selects_blend_under_their_compares_opmask() {
     k.nodes[5] = node(Node::Convert { x: 2 }, DType::F32);
     let text = emit(&k);
     assert!(
-        text.contains("vcmplt_oqps k7,") && text.contains("vpternlogd"),
+        text.contains("vcmple_oqps k7,") && text.contains("vpternlogd"),
         "{text}"
     );
     assert_eq!(
@@ -792,4 +797,74 @@ fn avx512_selects_blend_under_their_compares_opmask() {
         0,
         "dead selects:\n{text}"
     );
+}
+
+/// `select(a < b, a, b)` is `minps(a, b)` and `select(a < b, b, a)` is `maxps(b, a)` on both
+/// vector tiers, with the compare, read by nothing else, left out.
+#[test]
+fn min_max_selects_are_one_instruction_and_drop_their_compare() {
+    use accy_ir::CompareOp;
+    let node = |node, dtype| KernelNode { node, dtype };
+    let mut k = add_kernel();
+    k.nodes.truncate(2);
+    k.nodes.extend([
+        node(
+            Node::Compare {
+                op: CompareOp::Lt,
+                lhs: 0,
+                rhs: 1,
+            },
+            DType::Bool,
+        ),
+        node(
+            Node::Select {
+                cond: 2,
+                on_true: 0,
+                on_false: 1,
+            },
+            DType::F32,
+        ),
+        node(
+            Node::Select {
+                cond: 2,
+                on_true: 1,
+                on_false: 0,
+            },
+            DType::F32,
+        ),
+        node(
+            Node::Binary {
+                op: BinaryOp::Sub,
+                lhs: 3,
+                rhs: 4,
+            },
+            DType::F32,
+        ),
+    ]);
+    k.result = 5;
+    for (tier, reg) in [(X64Tier::Avx2, "ymm"), (X64Tier::Avx512, "zmm")] {
+        let target = X64Target::new(tier);
+        let code = target
+            .emit(&[Kernel::Loop(k.clone())], &Options::default())
+            .expect("emit");
+        let text = disassemble(&code.code).expect("decodes");
+        // Loads: a in register 5, b in 6; min(a, b) into 7, max(b, a) into 8.
+        for needle in [
+            format!("vminps {reg}7,{reg}5,{reg}6"),
+            format!("vmaxps {reg}8,{reg}6,{reg}5"),
+        ] {
+            assert!(
+                text.contains(&needle),
+                "{tier:?}: missing {needle}:\n{text}"
+            );
+        }
+        assert!(
+            !text.contains(&format!("vcmpltps {reg}")),
+            "{tier:?}:\n{text}"
+        );
+        assert!(
+            !text.contains("vcmplt_oqps") && !text.contains("blend"),
+            "{tier:?}:\n{text}"
+        );
+    }
 }
