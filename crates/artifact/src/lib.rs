@@ -100,6 +100,14 @@ pub struct Artifact {
     pub target: TargetSpec,
     /// The cache sizes the kernels were blocked for.
     pub blocking: Blocking,
+    /// Whether runs execute with subnormal floats flushed to zero: the kernels' inputs that
+    /// are subnormal read as zero of the same sign, and results that would be subnormal are
+    /// written as zero (x86-64 MXCSR FTZ and DAZ; AArch64 FPCR.FZ). Off by default: then
+    /// every float operation follows IEEE 754 with gradual underflow, as the op semantics and
+    /// the interpreter do. On, results differ from the interpreter's wherever a subnormal
+    /// appears, and work that produces subnormals (an attention's products of far-apart
+    /// scores) runs at full speed instead of through the CPU's microcode assists.
+    pub flush_subnormals: bool,
     /// Machine code of all kernels, in one block the runtime maps read/execute.
     pub code: Vec<u8>,
     /// Kernel entry points into `code`.
@@ -125,6 +133,7 @@ impl Artifact {
             abi_version: abi::ABI_VERSION,
             target,
             blocking: Blocking::default(),
+            flush_subnormals: false,
             code: Vec::new(),
             kernels: Vec::new(),
             constants: Vec::new(),
@@ -161,6 +170,9 @@ impl fmt::Display for Artifact {
         )?;
         if self.blocking != Blocking::default() {
             write!(f, " blocked for {}", self.blocking)?;
+        }
+        if self.flush_subnormals {
+            write!(f, " flushing subnormals")?;
         }
         writeln!(f)?;
         writeln!(

@@ -130,6 +130,11 @@ enum Command {
         /// interpreter's (slower reductions and dots).
         #[arg(long)]
         exact: bool,
+        /// Flush subnormal floats to zero while running (as ONNX Runtime's
+        /// set_denormal_as_zero): results differ from the interpreter's where a subnormal
+        /// appears, and underflowing work is not slowed down by the CPU's microcode assists.
+        #[arg(long)]
+        flush_subnormals: bool,
         #[command(flatten)]
         model: cmd::model::ModelArgs,
     },
@@ -190,6 +195,9 @@ enum Command {
         /// Never reassociate float sums (as for `run --exact`).
         #[arg(long)]
         exact: bool,
+        /// Flush subnormal floats to zero while running (as for `run --flush-subnormals`).
+        #[arg(long)]
+        flush_subnormals: bool,
         #[command(flatten)]
         model: cmd::model::ModelArgs,
     },
@@ -264,6 +272,7 @@ fn main() -> ExitCode {
             threads,
             target,
             exact,
+            flush_subnormals,
             model,
         } => cmd::run::run(
             &cmd::run::RunArgs {
@@ -275,6 +284,7 @@ fn main() -> ExitCode {
                 threads,
                 target,
                 exact,
+                flush_subnormals,
                 model,
             },
             out,
@@ -291,6 +301,7 @@ fn main() -> ExitCode {
             threads,
             target,
             exact,
+            flush_subnormals,
             model,
         } => cmd::bench::bench(
             &cmd::bench::BenchArgs {
@@ -305,6 +316,7 @@ fn main() -> ExitCode {
                 threads,
                 target,
                 exact,
+                flush_subnormals,
                 model,
             },
             out,

@@ -1,11 +1,12 @@
 //! The floating-point environment kernels run with: round to nearest even, no flush of
-//! subnormals to zero, no default-NaN mode, no traps — what the op semantics assume.
+//! subnormals to zero, no default-NaN mode, no traps — what the op semantics assume; or, for
+//! an artifact compiled to flush subnormals, the same with flush-to-zero on.
 //!
 //! A host thread may have changed its environment (a library that sets flush-to-zero for
 //! speed, say); kernels must not see that, or their results would differ from the documented
 //! semantics and from the interpreter. So every run enters [`FpEnvGuard`], which sets the
-//! documented control bits and puts the caller's back when it ends, and every pool thread sets
-//! them once when it starts. The guard reads the control register once and writes it only
+//! documented control bits and puts the caller's back when it ends, and so does every
+//! workgroup a worker thread (of the pool or of an embedder's executor) runs. The guard reads the control register once and writes it only
 //! when it differs, so on a thread already in the default state it costs one register read
 //! (a few nanoseconds).
 //!
@@ -16,6 +17,9 @@
 /// MXCSR with every exception masked, round to nearest, FTZ and DAZ off.
 #[cfg(target_arch = "x86_64")]
 const DEFAULT: u32 = 0x1F80;
+/// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits.
+#[cfg(target_arch = "x86_64")]
+const FLUSH: u32 = 0x8040;
 /// The MXCSR status flags (sticky exception bits), which the guard neither sets nor restores.
 #[cfg(target_arch = "x86_64")]
 const STATUS: u32 = 0x3F;
@@ -44,6 +48,9 @@ fn write(value: u32) {
 const DEFAULT: u32 = 0;
 #[cfg(target_arch = "aarch64")]
 const STATUS: u32 = 0;
+/// FPCR.FZ (bit 24): subnormal inputs and results of single and double precision are zero.
+#[cfg(target_arch = "aarch64")]
+const FLUSH: u32 = 1 << 24;
 
 #[cfg(target_arch = "aarch64")]
 fn read() -> u32 {
@@ -67,6 +74,8 @@ fn write(value: u32) {
 const DEFAULT: u32 = 0;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const STATUS: u32 = 0;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const FLUSH: u32 = 0;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn read() -> u32 {
     DEFAULT
@@ -94,9 +103,16 @@ pub struct FpEnvGuard {
 impl FpEnvGuard {
     /// Enters the default environment on this thread.
     pub fn enter() -> FpEnvGuard {
+        FpEnvGuard::enter_flushing(false)
+    }
+
+    /// Enters the default environment, or with `flush` the default with subnormals flushed
+    /// to zero (`accy_artifact::Artifact::flush_subnormals`), on this thread.
+    pub fn enter_flushing(flush: bool) -> FpEnvGuard {
+        let wanted = if flush { DEFAULT | FLUSH } else { DEFAULT };
         let current = read();
-        let saved = if current & !STATUS != DEFAULT {
-            write(DEFAULT | (current & STATUS));
+        let saved = if current & !STATUS != wanted {
+            write(wanted | (current & STATUS));
             Some(current)
         } else {
             None

@@ -209,6 +209,7 @@ pub(crate) enum SlotSource {
 #[derive(Debug)]
 pub struct LoadedArtifact {
     target: TargetSpec,
+    flush_subnormals: bool,
     code: Option<CodeMemory>,
     kernels: Vec<KernelEntry>,
     constants: AlignedBytes,
@@ -400,8 +401,10 @@ impl LoadedArtifact {
             .map_err(|_| scratch_too_large())?
             .max(cpu.preferred_buffer_alignment())
             .max(1);
+        let flush_subnormals = artifact.flush_subnormals;
         let assemble = |kernels, plan, launch| LoadedArtifact {
             target,
+            flush_subnormals,
             code,
             kernels,
             constants,
@@ -448,6 +451,11 @@ impl LoadedArtifact {
     /// The architecture and features the code was generated for.
     pub fn target(&self) -> TargetSpec {
         self.target
+    }
+
+    /// Whether runs flush subnormal floats to zero (`accy_artifact::Artifact::flush_subnormals`).
+    pub fn flush_subnormals(&self) -> bool {
+        self.flush_subnormals
     }
 
     /// The slots (with their roles and types, for describing buffers to a caller).

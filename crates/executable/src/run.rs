@@ -107,8 +107,8 @@ type Kernel = extern "C" fn(*const DispatchState, u32, u32) -> u32;
 /// (which allocates nothing) for another run.
 #[inline]
 pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
-    let _fp = FpEnvGuard::enter();
     let loaded = bindings.loaded;
+    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
     let executor = bindings.executor;
     let workers = Workers {
         base: bindings.scratch.worker_ptr(),
@@ -308,10 +308,14 @@ fn dispatch(
     }
     // The first failure as `workgroup << 32 | status`; later workgroups are skipped once set.
     let first_failure = AtomicU64::new(u64::MAX);
+    let flush = loaded.flush_subnormals();
     executor.run(workgroups, &|worker, workgroup| {
         if first_failure.load(Ordering::Relaxed) != u64::MAX {
             return;
         }
+        // A worker thread's environment is whatever its owner left: set the run's (one
+        // control-register read when it is already so).
+        let _fp = FpEnvGuard::enter_flushing(flush);
         // The executor promises worker < workers(), which `count` (clamped to u32) bounds; an
         // executor breaking that gets the ABI's worker-mismatch status, not an aliased slice.
         let status = match u32::try_from(worker) {

@@ -44,6 +44,10 @@ pub struct Options {
     /// per-block dispatches cost more than the cache reuse saves (4096×1024 layer norm 4.2 ms
     /// without, 5.5 ms with; the softmax's 2-thread speedup fell from 2.0× to 1.4×).
     pub row_blocks: bool,
+    /// Whether the artifact's runs flush subnormal floats to zero (default `false`; see
+    /// `accy_artifact::Artifact::flush_subnormals`). The generated code is the same; the
+    /// runtime sets the floating-point environment the artifact asks for.
+    pub flush_subnormals: bool,
 }
 
 impl Default for Options {
@@ -59,6 +63,7 @@ impl Default for Options {
             fma: false,
             transpose_block: crate::plan::blocking::LINE_BY_ROWS,
             row_blocks: false,
+            flush_subnormals: false,
         }
     }
 }
@@ -73,6 +78,12 @@ impl Options {
     /// These options with [`Options::row_blocks`] set to `row_blocks`.
     pub fn with_row_blocks(mut self, row_blocks: bool) -> Options {
         self.row_blocks = row_blocks;
+        self
+    }
+
+    /// These options with [`Options::flush_subnormals`] set to `flush`.
+    pub fn with_flush_subnormals(mut self, flush: bool) -> Options {
+        self.flush_subnormals = flush;
         self
     }
 
@@ -166,6 +177,7 @@ pub fn compile_detailed(
     let sources = lowered.sources.clone();
     let mut artifact = lowered.into_artifact(target.spec(), code)?;
     artifact.blocking = options.caches;
+    artifact.flush_subnormals = options.flush_subnormals;
     artifact.validate()?;
     Ok(Compilation {
         artifact,

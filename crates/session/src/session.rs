@@ -52,6 +52,15 @@ pub struct SessionOptions {
     /// rounding; with `false` every result is bit-identical to the interpreter's, up to the
     /// payload and sign of NaNs (which the op semantics leave unspecified).
     pub reassociate_float_sums: bool,
+    /// Whether runs flush subnormal floats to zero (default `false`; ONNX Runtime's
+    /// `session.set_denormal_as_zero`): subnormal inputs of every float operation read as
+    /// zero and subnormal results are written as zero, so results differ from the
+    /// interpreter's wherever a subnormal appears, and work that underflows (an attention's
+    /// products of far-apart scores) is not slowed down tens of times by the CPU's microcode
+    /// assists. Recorded in each artifact ([`accy_artifact::Artifact::flush_subnormals`]), so
+    /// a saved artifact runs the same way; the caller's own floating-point environment is
+    /// restored after every run.
+    pub flush_subnormals: bool,
 }
 
 impl Default for SessionOptions {
@@ -61,6 +70,7 @@ impl Default for SessionOptions {
             target: None,
             threads: None,
             reassociate_float_sums: true,
+            flush_subnormals: false,
         }
     }
 }
@@ -87,6 +97,12 @@ impl SessionOptions {
     /// These options with `reassociate_float_sums` set.
     pub fn with_reassociate_float_sums(mut self, allow: bool) -> Self {
         self.reassociate_float_sums = allow;
+        self
+    }
+
+    /// These options with `flush_subnormals` set (see [`SessionOptions::flush_subnormals`]).
+    pub fn with_flush_subnormals(mut self, flush: bool) -> Self {
+        self.flush_subnormals = flush;
         self
     }
 
@@ -189,6 +205,7 @@ impl Session {
             target,
             options: Options::default()
                 .with_reassociate(options.reassociate_float_sums)
+                .with_flush_subnormals(options.flush_subnormals)
                 .with_caches(blocking),
             executor,
             table: SlotTable::new(),

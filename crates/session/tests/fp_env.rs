@@ -77,3 +77,54 @@ fn ftz_and_daz_in_the_caller_do_not_change_results_and_are_restored() {
         assert_eq!(out, expected, "exact {exact}: results as without FTZ/DAZ");
     }
 }
+
+#[test]
+fn a_session_that_flushes_subnormals_does_so_on_every_thread_and_restores_the_callers_mxcsr() {
+    // y = x * s + x over subnormal x: with FTZ/DAZ every x reads as ±0, so y is ±0; without,
+    // no y is zero. Enough elements for the kernel to be split over the pool's threads.
+    let n = 1u64 << 20;
+    let mut b = Builder::new();
+    let x = b.input("x", Type::new(DType::F32, &[n])).unwrap();
+    let s = b.input("s", Type::new(DType::F32, &[n])).unwrap();
+    let p = b.binary(BinaryOp::Mul, x, s).unwrap();
+    let y = b.binary(BinaryOp::Add, p, x).unwrap();
+    b.output(y).unwrap();
+    let program = accy_wire::encode(&b.finish().unwrap());
+    let xs: Vec<f32> = (0..n)
+        .map(|i| f32::from_bits(1 + (i as u32 % 8_000_000)) * if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let ss = vec![0.75f32; n as usize];
+    let inputs: [&[u8]; 2] = [bytemuck::cast_slice(&xs), bytemuck::cast_slice(&ss)];
+    for flush in [false, true] {
+        let session = Session::with_options(
+            SessionOptions::default()
+                .with_threads(2)
+                .with_flush_subnormals(flush),
+        )
+        .unwrap();
+        let handle = session.compile(&program).unwrap();
+        let mut out = vec![0f32; n as usize];
+        let before = mxcsr();
+        session
+            .invoke(
+                handle,
+                &mut Scratch::new(),
+                &inputs,
+                &mut [bytemuck::cast_slice_mut(&mut out)],
+            )
+            .unwrap();
+        // The control bits; the sticky exception flags keep what the kernels raised.
+        let control = |m: u32| m & !0x3F;
+        assert_eq!(
+            control(mxcsr()),
+            control(before),
+            "the caller's MXCSR comes back"
+        );
+        let zeros = out.iter().filter(|v| **v == 0.0).count();
+        if flush {
+            assert_eq!(zeros, out.len(), "every result flushed");
+        } else {
+            assert_eq!(zeros, 0, "subnormals kept");
+        }
+    }
+}

@@ -23,7 +23,7 @@
 //! | 40 | 8 | blocking: L2 bytes |
 //! | 48 | 8 | total file length in bytes |
 //! | 56 | 4 | CRC-32 (IEEE) of every byte of the file except these four |
-//! | 60 | 4 | reserved, zero |
+//! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]); the other bits zero |
 //!
 //! A section entry is `kind u32, reserved u32 (zero), offset u64, length u64`; the kinds are
 //! [`SectionKind`]s, listed once each in their numeric order. `code` and `constants` are the raw
@@ -98,6 +98,8 @@ pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const ENTRY_LEN: usize = 24;
 /// Where the checksum field sits in the header.
 pub(crate) const CHECKSUM_AT: usize = 56;
+/// The header flag ([`CHECKSUM_AT`] + 4) of an artifact whose runs flush subnormals.
+pub(crate) const FLAG_FLUSH_SUBNORMALS: u32 = 1;
 
 /// The sections of an artifact file, with their fixed numbers (their `kind` in the table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@ use accy_ir::{Dims, Type, MAX_RANK};
 
 use super::write::{access_code, checksum, command, role, DTYPE_CODES};
 use super::{arch_from_code, SectionKind, SerialError, CHECKSUM_AT, ENTRY_LEN, HEADER_LEN};
-use super::{FORMAT_VERSION, MAGIC, SECTION_ALIGN};
+use super::{FLAG_FLUSH_SUBNORMALS, FORMAT_VERSION, MAGIC, SECTION_ALIGN};
 use crate::{
     Access, Artifact, ArtifactPlan, Binding, Blocking, Command, DerivedSource, FeatureSet,
     KernelEntry, LaunchPlan, Region, Slot, SlotId, SlotRole, TargetSpec,
@@ -185,12 +185,12 @@ pub(super) fn read(bytes: &[u8]) -> Result<Artifact, SerialError> {
             value: unknown,
             reason: "these feature bits name no CPU feature this accy knows",
         })?;
-    let reserved = le_u32(bytes, CHECKSUM_AT + 4);
-    if reserved != 0 {
+    let flags = le_u32(bytes, CHECKSUM_AT + 4);
+    if flags & !FLAG_FLUSH_SUBNORMALS != 0 {
         return Err(SerialError::BadHeader {
-            field: "reserved",
-            value: u64::from(reserved),
-            reason: "must be zero",
+            field: "flags",
+            value: u64::from(flags),
+            reason: "only bit 0 (flush subnormals) is defined",
         });
     }
     let [code, constants, kernels, plan, setup, launch] = sections(bytes)?;
@@ -201,6 +201,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Artifact, SerialError> {
             l1d: le_u64(bytes, 32),
             l2: le_u64(bytes, 40),
         },
+        flush_subnormals: flags & FLAG_FLUSH_SUBNORMALS != 0,
         code: code.0.to_vec(),
         constants: constants.0.to_vec(),
         kernels: Reader::new(kernels, SectionKind::Kernels).whole(read_kernels)?,

@@ -246,8 +246,8 @@ fn resealed_damage_is_caught_by_the_structural_checks() {
         u64::from_le_bytes(good[e + 8..e + 16].try_into().unwrap()) as usize
     };
 
-    // Unknown architecture, unknown feature bit, non-zero reserved field.
-    let cases: [(usize, &[u8]); 3] = [(16, &[9]), (24 + 3, &[0x80]), (60, &[1])];
+    // Unknown architecture, unknown feature bit, an undefined header flag (bit 1).
+    let cases: [(usize, &[u8]); 3] = [(16, &[9]), (24 + 3, &[0x80]), (60, &[2])];
     for (at, patch) in cases {
         let mut bad = good.clone();
         bad[at..at + patch.len()].copy_from_slice(patch);
@@ -388,4 +388,18 @@ fn a_derived_constant_source_round_trips() {
     a.plan.slots[4].ty = Some(Type::new(DType::Bool, &[2, 2, 2, 2, 1, 1, 1, 1]));
     let bytes = a.to_bytes().unwrap();
     assert_eq!(read::read(&bytes).unwrap(), a);
+}
+
+#[test]
+fn the_flush_subnormals_flag_round_trips_in_header_bit_0() {
+    let mut a = sample();
+    let plain = a.to_bytes().unwrap();
+    assert_eq!(plain[60..64], [0, 0, 0, 0]);
+    a.flush_subnormals = true;
+    let bytes = a.to_bytes().unwrap();
+    assert_eq!(bytes[60..64], [1, 0, 0, 0]);
+    let back = Artifact::from_bytes(&bytes).unwrap();
+    assert!(back.flush_subnormals);
+    assert_eq!(back, a);
+    assert!(!Artifact::from_bytes(&plain).unwrap().flush_subnormals);
 }

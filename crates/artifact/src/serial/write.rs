@@ -4,7 +4,7 @@
 use accy_ir::{DType, Type};
 
 use super::{arch_code, SectionKind, SerialError, CHECKSUM_AT, ENTRY_LEN, HEADER_LEN, MAGIC};
-use super::{FORMAT_VERSION, SECTION_ALIGN};
+use super::{FLAG_FLUSH_SUBNORMALS, FORMAT_VERSION, SECTION_ALIGN};
 use crate::{
     Access, Artifact, ArtifactPlan, Binding, Command, DerivedSource, KernelEntry, LaunchPlan,
     Region, Slot, SlotRole,
@@ -120,7 +120,11 @@ pub(super) fn write(a: &Artifact) -> Result<Vec<u8>, SerialError> {
     out.u64(a.blocking.l2);
     out.u64(end as u64);
     out.u32(0); // checksum, filled in last
-    out.u32(0); // reserved
+    out.u32(if a.flush_subnormals {
+        FLAG_FLUSH_SUBNORMALS
+    } else {
+        0
+    });
     debug_assert_eq!(out.buf.len(), HEADER_LEN);
     for (kind, offset, len) in &placed {
         out.u32(kind.code());

@@ -41,8 +41,20 @@ pub struct BenchArgs {
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// Flush subnormal floats to zero in runs.
+    pub flush_subnormals: bool,
     /// `--shape` and `--weights`.
     pub model: super::model::ModelArgs,
+}
+
+impl BenchArgs {
+    /// The numeric options these arguments ask for.
+    pub fn numerics(&self) -> super::Numerics {
+        super::Numerics {
+            exact: self.exact,
+            flush_subnormals: self.flush_subnormals,
+        }
+    }
 }
 
 /// The most callers `bench` starts (each has its own copy of the program's buffers), and the
@@ -88,7 +100,7 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     let wire = accy_wire::encode(program);
 
     let compile = compile_times(args, &wire, &weights)?;
-    let session = super::session(args.target, args.exact, args.threads)?;
+    let session = super::session(args.target, args.numerics(), args.threads)?;
     let handle = session
         .compile_with_weights(&wire, &weights)
         .map_err(|e| Failure::session("compile", &e))?;
@@ -155,7 +167,7 @@ fn compile_times(
     let mut times = Vec::with_capacity(COMPILES);
     let budget = Instant::now();
     for _ in 0..COMPILES {
-        let session = super::session(args.target, args.exact, args.threads)?;
+        let session = super::session(args.target, args.numerics(), args.threads)?;
         let start = Instant::now();
         let handle = session
             .compile_with_weights(wire, weights)

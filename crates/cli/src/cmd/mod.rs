@@ -133,7 +133,7 @@ pub fn compile(file: &Path, output: &Path, to: CompileTo, out: &mut Out) -> Resu
     let bytes = match to {
         CompileTo::Text => text::print(&program).into_bytes(),
         CompileTo::Wire => accy_wire::encode(&program),
-        CompileTo::Artifact { target, exact } => session(target, exact, Some(1))?
+        CompileTo::Artifact { target, exact } => session(target, Numerics::exact(exact), Some(1))?
             .compile_program_artifact(&program)
             .map_err(|e| Failure::session("compile", &e))?,
     };
@@ -191,14 +191,33 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
 /// The most threads per invocation `--threads` accepts.
 pub const MAX_THREADS: usize = 256;
 
+/// The numeric options of `run`, `bench` and `compile --artifact`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Numerics {
+    /// `--exact`: never reassociate float sums.
+    pub exact: bool,
+    /// `--flush-subnormals`: runs flush subnormal floats to zero.
+    pub flush_subnormals: bool,
+}
+
+impl Numerics {
+    /// Exact mode or not, subnormals kept.
+    pub fn exact(exact: bool) -> Numerics {
+        Numerics {
+            exact,
+            flush_subnormals: false,
+        }
+    }
+}
+
 /// A session generating code for `target` (the host's best when `None`); a usage error for a
 /// target of another architecture, a runtime failure if this CPU cannot run its code.
 pub fn session(
     target: Option<TargetName>,
-    exact: bool,
+    numerics: Numerics,
     threads: Option<usize>,
 ) -> Result<Session, Failure> {
-    Session::with_options(session_options(target, exact, threads)?)
+    Session::with_options(session_options(target, numerics, threads)?)
         .map_err(|e| Failure::session("session", &e))
 }
 
@@ -207,10 +226,12 @@ pub fn session(
 /// range.
 pub fn session_options(
     target: Option<TargetName>,
-    exact: bool,
+    numerics: Numerics,
     threads: Option<usize>,
 ) -> Result<SessionOptions, Failure> {
-    let mut options = SessionOptions::default().with_reassociate_float_sums(!exact);
+    let mut options = SessionOptions::default()
+        .with_reassociate_float_sums(!numerics.exact)
+        .with_flush_subnormals(numerics.flush_subnormals);
     if let Some(threads) = threads {
         if threads == 0 || threads > MAX_THREADS {
             return Err(Failure::Usage(format!(

@@ -32,8 +32,20 @@ pub struct RunArgs {
     pub target: Option<TargetName>,
     /// Turn off float-sum reassociation.
     pub exact: bool,
+    /// Flush subnormal floats to zero in runs.
+    pub flush_subnormals: bool,
     /// `--shape` and `--weights`.
     pub model: super::model::ModelArgs,
+}
+
+impl RunArgs {
+    /// The numeric options these arguments ask for.
+    pub fn numerics(&self) -> super::Numerics {
+        super::Numerics {
+            exact: self.exact,
+            flush_subnormals: self.flush_subnormals,
+        }
+    }
 }
 
 /// `accy run`: compiles, runs once, prints output summaries and writes them as `.npy`.
@@ -45,9 +57,9 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
         .filter_map(|w| w.split_once('=').map(|(name, _)| name))
         .collect();
     let artifact = if super::is_artifact(&args.file) {
-        if args.target.is_some() || args.exact {
+        if args.target.is_some() || args.exact || args.flush_subnormals {
             return Err(Failure::Usage(
-                "--target and --exact choose how a program is compiled; an artifact's code is \
+                "--target, --exact and --flush-subnormals choose how a program is compiled; an artifact's code is \
                  already generated (pass them to `accy compile --artifact`)"
                     .into(),
             ));
@@ -77,7 +89,7 @@ pub fn run(args: &RunArgs, out: &mut super::Out) -> Result<(), Failure> {
         &loaded.mapped,
     )?;
     super::model::apply_weights(&loaded, &mut values, &mut sources);
-    let session = super::session(args.target, args.exact, args.threads)?;
+    let session = super::session(args.target, args.numerics(), args.threads)?;
     let weights = values::weights(program, &values, &loaded.mapped)?;
     let handle = match &artifact {
         Some((bytes, target)) => {

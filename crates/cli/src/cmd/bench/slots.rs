@@ -25,7 +25,7 @@ pub fn bench(
     stop: Stop,
     out: &mut Out,
 ) -> Result<(), Failure> {
-    let options = crate::cmd::session_options(args.target, args.exact, args.threads)?;
+    let options = crate::cmd::session_options(args.target, args.numerics(), args.threads)?;
     let context = ModelContext::with_options(options).map_err(|e| Failure::session("model", &e))?;
     let started = Instant::now();
     let model = Model::with_context(&context, program, weights)
