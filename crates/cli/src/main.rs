@@ -89,6 +89,10 @@ enum Command {
         /// With --artifact: never reassociate float sums (as for `run --exact`).
         #[arg(long, requires = "artifact")]
         exact: bool,
+        /// With --artifact: its runs flush subnormal floats to zero (as for `run
+        /// --flush-subnormals`).
+        #[arg(long, requires = "artifact")]
+        flush_subnormals: bool,
     },
     /// Compile FILE for this CPU (or load it, if it is an artifact from `accy compile
     /// --artifact`), run it once and summarise its outputs.
@@ -253,9 +257,16 @@ fn main() -> ExitCode {
             artifact,
             target,
             exact,
+            flush_subnormals,
         } => {
             let to = if artifact {
-                cmd::CompileTo::Artifact { target, exact }
+                cmd::CompileTo::Artifact {
+                    target,
+                    numerics: cmd::Numerics {
+                        exact,
+                        flush_subnormals,
+                    },
+                }
             } else if text {
                 cmd::CompileTo::Text
             } else {

@@ -104,3 +104,53 @@ fn damaged_and_misused_artifacts_are_refused() {
         2,
     );
 }
+
+/// `--flush-subnormals` is part of the artifact: its runs flush as the direct run does.
+#[test]
+fn an_artifact_compiled_to_flush_subnormals_flushes_when_run() {
+    let dir = scratch_dir("artifact-flush");
+    // Products of about 1e-40: subnormal unless flushed.
+    let src = write(
+        &dir,
+        "tiny.accy",
+        "program {
+          %x = input \"x\" : f32[64]
+          %c = constant 1e-40 : f32[]
+          %cb = broadcast %c, dims=[64], axes=[] : f32[64]
+          %y = mul %x, %cb : f32[64]
+          output %y
+        }",
+    );
+    let src = src.as_str();
+    let artifact = dir.join("tiny.accya");
+    let artifact = artifact.to_str().unwrap();
+    // Subnormal values print with 38 zeros after the point; flushed ones print as 0 or -0.
+    let has_subnormals = |text: &str| {
+        let lines = output_lines(text);
+        assert_eq!(lines.len(), 1, "{text}");
+        lines[0].contains(&format!("0.{}", "0".repeat(38)))
+    };
+    let kept = accy(&["run", src]);
+    assert_code(&kept, 0);
+    assert!(has_subnormals(&stdout(&kept)), "{}", stdout(&kept));
+    let flushed = accy(&["run", src, "--flush-subnormals"]);
+    assert_code(&flushed, 0);
+    assert!(!has_subnormals(&stdout(&flushed)), "{}", stdout(&flushed));
+    let compile = [
+        "compile",
+        src,
+        "--artifact",
+        "--flush-subnormals",
+        "-o",
+        artifact,
+    ];
+    assert_code(&accy(&compile), 0);
+    let loaded = accy(&["run", artifact]);
+    assert_code(&loaded, 0);
+    assert_eq!(
+        output_lines(&stdout(&loaded)),
+        output_lines(&stdout(&flushed))
+    );
+    // The flag belongs to the compile of an artifact.
+    assert_code(&accy(&["run", artifact, "--flush-subnormals"]), 2);
+}

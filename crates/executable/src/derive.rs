@@ -118,7 +118,7 @@ fn derive(
         stride: loaded.worker_scratch_stride() as u64,
         count: 1,
     };
-    let _fp = FpEnvGuard::enter();
+    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
     // SAFETY: the steps write only `slot` (validation: a setup command writes exactly one
     // derived slot, and these are the ones writing `slot`), whose base is `block`, owned here
     // with `bytes` = the slot's size and not otherwise accessed during the call; they read only

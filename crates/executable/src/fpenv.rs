@@ -123,7 +123,7 @@ impl FpEnvGuard {
         }
     }
 
-    /// Whether entering changed the thread's environment (it was not the default).
+    /// Whether entering changed the thread's environment (it was not the one entered).
     pub fn changed(&self) -> bool {
         self.saved.is_some()
     }

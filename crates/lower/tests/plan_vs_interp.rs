@@ -134,25 +134,30 @@ fn fused_epilogues_match_the_interpreter() {
     }
 }
 
-/// A product listed twice by one concat (found by `plan_matches_interpreter`): the concat
-/// copies each operand with its own kernel, so the product must be stored, not fused into
-/// the first copy (the second copy then read a buffer nothing had written).
+/// A product listed twice by one concat (found by `plan_matches_interpreter`), directly, as
+/// a view or through an expression: the concat copies each operand with its own kernel, so
+/// the product must be stored, not fused into the first copy (the second copy then read a
+/// buffer nothing had written).
 #[test]
 fn a_dot_concatenated_with_itself_is_stored_for_both_copies() {
-    let program = text::parse(
-        "program {
-          %x = input \"x\" : f64[13,3,2,3]
+    let dot = "%x = input \"x\" : f64[13,3,2,3]
           %c = input \"c\" : f64[2,13,5]
-          %d = dot %x, %c, lhs_batch=[2], rhs_batch=[0], lhs_contract=[0], rhs_contract=[1] : f64[2,3,3,5]
-          %e = concat %d, %d, axis=0 : f64[4,3,3,5]
-          output %e
-        }",
-    )
-    .unwrap();
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
-    runner
-        .run(&accy_ir::gen::arb_args(&program), |args| {
-            check(&program, &args, &Options::default())
-        })
-        .unwrap();
+          %x2 = input \"x2\" : f64[1,2,3,5]
+          %d = dot %x, %c, lhs_batch=[2], rhs_batch=[0], lhs_contract=[0], rhs_contract=[1] : f64[2,3,3,5]";
+    for tail in [
+        "%e = concat %d, %d, axis=0 : f64[4,3,3,5]",
+        "%n = neg %d : f64[2,3,3,5]
+          %e = concat %n, %n, axis=0 : f64[4,3,3,5]",
+        "%t = transpose %d, perm=[1,0,2,3] : f64[3,2,3,5]
+          %e = concat %t, %x2, %t, axis=0 : f64[7,2,3,5]",
+    ] {
+        let source = format!("program {{\n {dot}\n {tail}\n output %e\n }}");
+        let program = text::parse(&source).unwrap();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        runner
+            .run(&accy_ir::gen::arb_args(&program), |args| {
+                check(&program, &args, &Options::default())
+            })
+            .unwrap();
+    }
 }

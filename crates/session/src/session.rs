@@ -53,8 +53,8 @@ pub struct SessionOptions {
     /// payload and sign of NaNs (which the op semantics leave unspecified).
     pub reassociate_float_sums: bool,
     /// Whether runs flush subnormal floats to zero (default `false`; ONNX Runtime's
-    /// `session.set_denormal_as_zero`): subnormal inputs of every float operation read as
-    /// zero and subnormal results are written as zero, so results differ from the
+    /// `session.set_denormal_as_zero`): subnormal inputs of float arithmetic read as zero
+    /// and subnormal results are written as zero, so results differ from the
     /// interpreter's wherever a subnormal appears, and work that underflows (an attention's
     /// products of far-apart scores) is not slowed down tens of times by the CPU's microcode
     /// assists. Recorded in each artifact ([`accy_artifact::Artifact::flush_subnormals`]), so

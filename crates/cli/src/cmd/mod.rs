@@ -116,13 +116,13 @@ pub enum CompileTo {
     Wire,
     /// The text format.
     Text,
-    /// A compiled artifact for `target` (the host's best when `None`), with float sums kept
-    /// exact when `exact`.
+    /// A compiled artifact for `target` (the host's best when `None`) in the numeric mode
+    /// `numerics`.
     Artifact {
         /// The code generator.
         target: Option<TargetName>,
-        /// Never reassociate float sums.
-        exact: bool,
+        /// `--exact` and `--flush-subnormals`.
+        numerics: Numerics,
     },
 }
 
@@ -133,7 +133,7 @@ pub fn compile(file: &Path, output: &Path, to: CompileTo, out: &mut Out) -> Resu
     let bytes = match to {
         CompileTo::Text => text::print(&program).into_bytes(),
         CompileTo::Wire => accy_wire::encode(&program),
-        CompileTo::Artifact { target, exact } => session(target, Numerics::exact(exact), Some(1))?
+        CompileTo::Artifact { target, numerics } => session(target, numerics, Some(1))?
             .compile_program_artifact(&program)
             .map_err(|e| Failure::session("compile", &e))?,
     };
@@ -192,22 +192,12 @@ pub fn load(file: &Path) -> Result<Program, Failure> {
 pub const MAX_THREADS: usize = 256;
 
 /// The numeric options of `run`, `bench` and `compile --artifact`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Numerics {
     /// `--exact`: never reassociate float sums.
     pub exact: bool,
     /// `--flush-subnormals`: runs flush subnormal floats to zero.
     pub flush_subnormals: bool,
-}
-
-impl Numerics {
-    /// Exact mode or not, subnormals kept.
-    pub fn exact(exact: bool) -> Numerics {
-        Numerics {
-            exact,
-            flush_subnormals: false,
-        }
-    }
 }
 
 /// A session generating code for `target` (the host's best when `None`); a usage error for a

@@ -8,8 +8,7 @@
 //!   through one view: the row-major map, its axes possibly permuted (a transposed output is
 //!   the same points walked in another order, so the kernel is carried onto the product's
 //!   axes and the transpose becomes the store's strides);
-//! - the product feeds only this reader (one use; not twice as one concat's operands, which
-//!   are copied by a kernel each) and is not a program output, and no value
+//! - the product feeds only this reader (one use) and is not a program output, and no value
 //!   derived from it without a store (a reshape of it, a fused expression over it) has
 //!   another consumer that would read it again;
 //! - the reader has no gather or index node, and each of its other loads, and its store, is
@@ -158,23 +157,11 @@ impl Planner<'_> {
         };
         let w = &self.waiting[i];
         let uses = self.uses.get(w.value.index()).copied().unwrap_or(0);
-        // A concat listing it twice plans a kernel per operand: only the first would see the
-        // fused product, the second would read a result never stored.
-        let repeats = self
-            .concat_repeats
-            .get(w.value.index())
-            .copied()
-            .unwrap_or(0);
         let scratch = self
             .bufs
             .get(w.dst as usize)
             .is_some_and(|b| b.home == Home::Scratch);
-        if dims.len() != w.dims.len()
-            || uses != 1
-            || repeats > 1
-            || !scratch
-            || w.reads.contains(&dst)
-        {
+        if dims.len() != w.dims.len() || uses != 1 || !scratch || w.reads.contains(&dst) {
             return Ok(false);
         }
         if self.read_by_another_kernel(w.value, w.dst, root)? {

@@ -192,9 +192,6 @@ struct Planner<'p> {
     vals: Vec<Option<ExprId>>,
     /// Distinct consumers (instructions and outputs) of each value.
     uses: Vec<u32>,
-    /// Per value: the most times one concat lists it (`concat %d, %d`: 2). A concat plans
-    /// one kernel per operand, so each repeat is read by another kernel.
-    concat_repeats: Vec<u32>,
     /// The buffer of each output slot.
     output_bufs: Vec<BufId>,
     /// Whether each output slot already holds its value.
@@ -224,7 +221,6 @@ impl<'p> Planner<'p> {
             bufs: Vec::new(),
             vals: vec![None; program.value_count()],
             uses: vec![0; program.value_count()],
-            concat_repeats: vec![0; program.value_count()],
             output_bufs: Vec::new(),
             output_done: Vec::new(),
             plan: ArtifactPlan::default(),
@@ -239,14 +235,6 @@ impl<'p> Planner<'p> {
         };
         for inst in &program.instructions {
             let mut operands = inst.op.operands();
-            if let accy_ir::Op::Concat { xs, .. } = &inst.op {
-                for &v in xs {
-                    let times = xs.iter().filter(|&&x| x == v).count() as u32;
-                    if let Some(n) = p.concat_repeats.get_mut(v.index()) {
-                        *n = (*n).max(times);
-                    }
-                }
-            }
             operands.sort_unstable();
             operands.dedup();
             for v in operands {
