@@ -720,45 +720,36 @@ fn zmm_loop_forms_decode_as_intended() {
     assert_features_within(&target, &bytes);
 }
 
-/// A compare read only by selects stays in an opmask on the AVX-512 tier: the selects blend
-/// under it, with no mask lanes made and tested again; a compare that is also stored gets
-/// its lanes.
-#[test]
-fn avx512_selects_blend_under_their_compares_opmask() {
-    use accy_ir::CompareOp;
+/// `%2 = compare(a, b); %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = combine(%3, %4)`
+/// over two f32 inputs.
+fn two_selects_kernel(compare: accy_ir::CompareOp, combine: BinaryOp) -> LoopKernel {
     let node = |node, dtype| KernelNode { node, dtype };
-    // %2 = a <= b; %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = %3 + %4 (`<=` so
-    // that the selects are not min/max, which need no mask at all).
+    let select = |on_true, on_false| {
+        node(
+            Node::Select {
+                cond: 2,
+                on_true,
+                on_false,
+            },
+            DType::F32,
+        )
+    };
     let mut k = add_kernel();
     k.nodes.truncate(2);
     k.nodes.extend([
         node(
             Node::Compare {
-                op: CompareOp::Le,
+                op: compare,
                 lhs: 0,
                 rhs: 1,
             },
             DType::Bool,
         ),
-        node(
-            Node::Select {
-                cond: 2,
-                on_true: 0,
-                on_false: 1,
-            },
-            DType::F32,
-        ),
-        node(
-            Node::Select {
-                cond: 2,
-                on_true: 1,
-                on_false: 0,
-            },
-            DType::F32,
-        ),
+        select(0, 1),
+        select(1, 0),
         node(
             Node::Binary {
-                op: BinaryOp::Add,
+                op: combine,
                 lhs: 3,
                 rhs: 4,
             },
@@ -766,6 +757,17 @@ fn avx512_selects_blend_under_their_compares_opmask() {
         ),
     ]);
     k.result = 5;
+    k
+}
+
+/// A compare read only by selects stays in an opmask on the AVX-512 tier: the selects blend
+/// under it, with no mask lanes made and tested again; a compare that is also stored gets
+/// its lanes.
+#[test]
+fn avx512_selects_blend_under_their_compares_opmask() {
+    use accy_ir::CompareOp;
+    // `<=` so that the selects are not min/max, which need no mask at all.
+    let mut k = two_selects_kernel(CompareOp::Le, BinaryOp::Add);
     let target = X64Target::new(X64Tier::Avx512);
     let emit = |k: &LoopKernel| {
         let code = target
@@ -786,7 +788,10 @@ fn avx512_selects_blend_under_their_compares_opmask() {
         "{text}"
     );
     // Also stored (as the result's operand through a convert): lanes, then a test per select.
-    k.nodes[5] = node(Node::Convert { x: 2 }, DType::F32);
+    k.nodes[5] = KernelNode {
+        node: Node::Convert { x: 2 },
+        dtype: DType::F32,
+    };
     let text = emit(&k);
     assert!(
         text.contains("vcmple_oqps k7,") && text.contains("vpternlogd"),
@@ -804,44 +809,7 @@ fn avx512_selects_blend_under_their_compares_opmask() {
 #[test]
 fn min_max_selects_are_one_instruction_and_drop_their_compare() {
     use accy_ir::CompareOp;
-    let node = |node, dtype| KernelNode { node, dtype };
-    let mut k = add_kernel();
-    k.nodes.truncate(2);
-    k.nodes.extend([
-        node(
-            Node::Compare {
-                op: CompareOp::Lt,
-                lhs: 0,
-                rhs: 1,
-            },
-            DType::Bool,
-        ),
-        node(
-            Node::Select {
-                cond: 2,
-                on_true: 0,
-                on_false: 1,
-            },
-            DType::F32,
-        ),
-        node(
-            Node::Select {
-                cond: 2,
-                on_true: 1,
-                on_false: 0,
-            },
-            DType::F32,
-        ),
-        node(
-            Node::Binary {
-                op: BinaryOp::Sub,
-                lhs: 3,
-                rhs: 4,
-            },
-            DType::F32,
-        ),
-    ]);
-    k.result = 5;
+    let k = two_selects_kernel(CompareOp::Lt, BinaryOp::Sub);
     for (tier, reg) in [(X64Tier::Avx2, "ymm"), (X64Tier::Avx512, "zmm")] {
         let target = X64Target::new(tier);
         let code = target
