@@ -155,6 +155,13 @@ typedef struct accy_session_options {
   // this build does not know, or one this CPU cannot run, is
   // `ACCY_STATUS_COMPILE_FAILED`. Read only during the call.
   const char *target;
+  // Nonzero: runs flush subnormal floats to zero (as ONNX Runtime's
+  // `session.set_denormal_as_zero`): subnormal inputs of float arithmetic read as zero and
+  // subnormal results are written as zero, so results differ from the interpreter's where
+  // a subnormal appears, and underflowing work (an attention's products of far-apart
+  // scores) is not slowed down tens of times by the CPU. 0: IEEE gradual underflow. Added
+  // in the second version of this struct; a first-version caller gets 0.
+  uint32_t flush_subnormals;
 } accy_session_options;
 
 // Dtype codes in `accy_descriptor.dtype`: the codes of the wire format's dtype table

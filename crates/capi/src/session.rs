@@ -34,7 +34,19 @@ pub struct AccySessionOptions {
     /// this build does not know, or one this CPU cannot run, is
     /// `ACCY_STATUS_COMPILE_FAILED`. Read only during the call.
     pub target: *const c_char,
+    /// Nonzero: runs flush subnormal floats to zero (as ONNX Runtime's
+    /// `session.set_denormal_as_zero`): subnormal inputs of float arithmetic read as zero and
+    /// subnormal results are written as zero, so results differ from the interpreter's where
+    /// a subnormal appears, and underflowing work (an attention's products of far-apart
+    /// scores) is not slowed down tens of times by the CPU. 0: IEEE gradual underflow. Added
+    /// in the second version of this struct; a first-version caller gets 0.
+    pub flush_subnormals: u32,
 }
+
+/// The size of the first version of [`AccySessionOptions`] (up to and including `target`):
+/// the smallest `size` a caller may pass.
+const FIRST_VERSION_SIZE: usize =
+    std::mem::offset_of!(AccySessionOptions, target) + size_of::<*const c_char>();
 
 impl AccySessionOptions {
     /// The options a NULL pointer or zeroed fields stand for.
@@ -43,6 +55,7 @@ impl AccySessionOptions {
         threads: 0,
         exact: 0,
         target: std::ptr::null(),
+        flush_subnormals: 0,
     };
 }
 
@@ -82,15 +95,20 @@ pub(crate) unsafe fn read_options(
     // first field, so at least it is readable.
     let size = unsafe { options.cast::<usize>().read_unaligned() };
     let known = size_of::<AccySessionOptions>();
-    if size < known {
+    if size < FIRST_VERSION_SIZE {
         return Err(Failure::argument(format_args!(
-            "accy_session_options.size is {size}, less than the {known} bytes of the first \
-             version of the struct"
+            "accy_session_options.size is {size}, less than the {FIRST_VERSION_SIZE} bytes of \
+             the first version of the struct"
         )));
     }
-    // SAFETY: the caller promises `size` readable bytes, and `known <= size`.
-    let extra =
-        unsafe { std::slice::from_raw_parts(options.cast::<u8>().add(known), size - known) };
+    // SAFETY: the caller promises `size` readable bytes; the slice covers those past the
+    // `known` bytes of this library's struct, and is empty when `size <= known`.
+    let extra = unsafe {
+        std::slice::from_raw_parts(
+            options.cast::<u8>().add(known.min(size)),
+            size.saturating_sub(known),
+        )
+    };
     if let Some(at) = extra.iter().position(|&b| b != 0) {
         return Err(Failure::argument(format_args!(
             "accy_session_options.size is {size} and byte {} is not zero: the caller sets an \
@@ -98,15 +116,26 @@ pub(crate) unsafe fn read_options(
             known + at
         )));
     }
-    // SAFETY: the first `known` bytes are readable (above); read_unaligned asks nothing of the
-    // address's alignment.
-    let options = unsafe { options.read_unaligned() };
-    to_session_options(&options)
+    // The fields of the caller's version; the newer ones keep their defaults (zero).
+    let mut read = AccySessionOptions::DEFAULT;
+    // SAFETY: the caller promises `size` readable bytes, of which the first `min(size, known)`
+    // are copied into `read`, a whole struct of `known` bytes; every field is a plain integer
+    // or a raw pointer, valid for any bytes; the regions do not overlap (`read` is a local).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            options.cast::<u8>(),
+            (&raw mut read).cast::<u8>(),
+            size.min(known),
+        );
+    }
+    to_session_options(&read)
 }
 
 /// The session options `options` stand for.
 fn to_session_options(options: &AccySessionOptions) -> Result<SessionOptions, Failure> {
-    let mut out = SessionOptions::default().with_reassociate_float_sums(options.exact == 0);
+    let mut out = SessionOptions::default()
+        .with_reassociate_float_sums(options.exact == 0)
+        .with_flush_subnormals(options.flush_subnormals != 0);
     if options.threads > MAX_THREADS {
         return Err(Failure::argument(format_args!(
             "accy_session_options.threads is {}, more than the {MAX_THREADS} a session may start",

@@ -30,6 +30,7 @@ fn session(threads: usize) -> *mut AccySession {
         threads,
         exact: 0,
         target: ptr::null(),
+        flush_subnormals: 0,
     };
     let mut session = ptr::null_mut();
     // SAFETY: `options` is a whole struct and `session` a writable pointer.
@@ -233,4 +234,67 @@ fn an_artifact_loads_without_compiling_and_bad_bytes_get_their_codes() {
         accy_scratch_destroy(scratch);
         accy_session_destroy(s);
     }
+}
+
+/// `x * x` over f32[3].
+fn square() -> Vec<u8> {
+    let mut b = Builder::new();
+    let x = b.input("x", Type::new(DType::F32, &[3])).unwrap();
+    let y = b.binary(accy_ir::BinaryOp::Mul, x, x).unwrap();
+    b.output(y).unwrap();
+    accy_wire::encode(&b.finish().unwrap())
+}
+
+/// `flush_subnormals` (the struct's second version) flushes; a first-version caller's smaller
+/// struct is read without it (subnormals kept); a struct smaller than the first version is
+/// refused.
+#[test]
+fn session_options_flush_subnormals_and_first_version_callers() {
+    let x = [1e-20f32, -3e-20, 2.0];
+    let square_of = |size: usize, flush: u32| -> Option<[f32; 3]> {
+        let options = AccySessionOptions {
+            size,
+            threads: 1,
+            exact: 0,
+            target: ptr::null(),
+            flush_subnormals: flush,
+        };
+        let mut s = ptr::null_mut();
+        // SAFETY: `options` is a whole struct (at least `size` readable bytes) and `s` is
+        // writable.
+        if unsafe { accy_session_create(&options, &mut s) } != ACCY_STATUS_OK {
+            return None;
+        }
+        let program = compile(s, &square());
+        let mut scratch = ptr::null_mut();
+        // SAFETY: `scratch` is writable.
+        assert_eq!(unsafe { accy_scratch_create(&mut scratch) }, 0);
+        let mut y = [0f32; 3];
+        let input = AccyConstBuffer {
+            data: x.as_ptr().cast(),
+            byte_size: 12,
+        };
+        let output = AccyBuffer {
+            data: y.as_mut_ptr().cast(),
+            byte_size: 12,
+        };
+        // SAFETY: the session and scratch are live and each buffer holds its byte_size bytes.
+        let status = unsafe { accy_program_invoke(s, program, scratch, &input, 1, &output, 1) };
+        assert_eq!(status, ACCY_STATUS_OK, "{}", message());
+        // SAFETY: created above, used by no call now.
+        unsafe {
+            accy_scratch_destroy(scratch);
+            accy_session_destroy(s);
+        }
+        Some(y)
+    };
+    let whole = size_of::<AccySessionOptions>();
+    let first = std::mem::offset_of!(AccySessionOptions, target) + size_of::<usize>();
+    let kept = square_of(whole, 0).unwrap();
+    assert!(kept[0].is_subnormal() && kept[1].is_subnormal() && kept[2] == 4.0);
+    assert_eq!(square_of(whole, 1).unwrap(), [0.0, 0.0, 4.0]);
+    // A first-version struct: the flag lies past its size, so it is not read.
+    assert_eq!(square_of(first, 1).unwrap(), kept);
+    assert!(square_of(first - 8, 0).is_none());
+    assert!(message().contains("first version"), "{}", message());
 }
