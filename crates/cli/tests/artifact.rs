@@ -151,6 +151,9 @@ fn an_artifact_compiled_to_flush_subnormals_flushes_when_run() {
         output_lines(&stdout(&loaded)),
         output_lines(&stdout(&flushed))
     );
+    let shown = accy(&["inspect", artifact, "--no-disassembly"]);
+    assert_code(&shown, 0);
+    assert!(stdout(&shown).contains("runs flush subnormals to zero"));
     // The flag belongs to the compile of an artifact.
     assert_code(&accy(&["run", artifact, "--flush-subnormals"]), 2);
 }

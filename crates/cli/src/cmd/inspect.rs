@@ -82,12 +82,17 @@ fn render(
     let scratch = artifact.plan.scratch_layout();
     let _ = writeln!(
         s,
-        "{}: target {target} ({}), {} kernels, {} code bytes, {} constant bytes",
+        "{}: target {target} ({}), {} kernels, {} code bytes, {} constant bytes{}",
         file.display(),
         artifact.target,
         artifact.kernels.len(),
         artifact.code.len(),
-        artifact.constants.len()
+        artifact.constants.len(),
+        if artifact.flush_subnormals {
+            ", runs flush subnormals to zero"
+        } else {
+            ""
+        }
     );
     match scratch {
         Some(layout) => {
