@@ -26,6 +26,14 @@ use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::tile::TileShape;
 pub(crate) use super::vector_plan::{plan, MinMax, SignMask, VectorPlan, ACC_REG};
+
+/// Where a float `neg`/`abs` finds the sign-bit mask (see [`Emitter::sign_operand`]).
+pub(crate) enum SignOperand {
+    /// In this register.
+    Reg(u8),
+    /// In the frame: the sign mask at `sign`, its complement at `magnitude`.
+    Frame { sign: i32, magnitude: i32 },
+}
 use super::X64Tier;
 pub(crate) use crate::emit::vregs::Home;
 use crate::kernel::Node;
@@ -157,15 +165,53 @@ impl Emitter<'_> {
     /// Every varying node for one vector of points.
     pub(crate) fn emit_vector_body(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         for i in 0..self.k.nodes.len() {
-            if self.live[i] && !plan.uniform[i] {
-                if plan.zmm {
-                    self.emit_znode(plan, i)?;
-                } else {
-                    self.emit_vnode(plan, i)?;
-                }
+            if !self.live[i] || plan.uniform[i] || plan.absorbed[i] {
+                // An absorbed compare is read by min/max selects only: nothing to compute.
+                continue;
+            }
+            if let Some(min_max) = plan.min_max[i] {
+                self.emit_min_max(plan, i, min_max)?;
+            } else if plan.zmm {
+                self.emit_znode(plan, i)?;
+            } else {
+                self.emit_vnode(plan, i)?;
             }
         }
         Ok(())
+    }
+
+    /// Select `i`, which is `minps`/`maxps` of its operands (see [`MinMax`]).
+    fn emit_min_max(&mut self, plan: &VectorPlan, i: usize, mm: MinMax) -> Result<(), EmitError> {
+        let dst = self.vdst(plan, i);
+        let a = self.vsrc(plan, mm.first, 0)?;
+        let b = self.vsrc(plan, mm.second, 1)?;
+        let w = plan.wide;
+        if plan.zmm {
+            let op = if mm.max { zv::max(w) } else { zv::min(w) };
+            self.z(Zins::rrr(op, dst, a, b));
+        } else {
+            match (mm.max, w) {
+                (false, false) => x64!(self.ops; vminps Ry(dst), Ry(a), Ry(b)),
+                (false, true) => x64!(self.ops; vminpd Ry(dst), Ry(a), Ry(b)),
+                (true, false) => x64!(self.ops; vmaxps Ry(dst), Ry(a), Ry(b)),
+                (true, true) => x64!(self.ops; vmaxpd Ry(dst), Ry(a), Ry(b)),
+            }
+        }
+        self.vfinish(plan, i, dst);
+        Ok(())
+    }
+
+    /// The sign-bit mask a float `neg`/`abs` of `plan` reads: the register keeping it, or the
+    /// frame offsets of the sign and magnitude masks (see [`SignMask`]).
+    pub(crate) fn sign_operand(&self, plan: &VectorPlan) -> Result<SignOperand, EmitError> {
+        match plan.sign {
+            Some(SignMask::Reg(r)) => Ok(SignOperand::Reg(r)),
+            Some(SignMask::Slot(slot)) => {
+                let (sign, magnitude) = self.sign_slots(plan, slot);
+                Ok(SignOperand::Frame { sign, magnitude })
+            }
+            None => Err(self.unsupported("a float neg or abs without a sign mask in the plan")),
+        }
     }
 
     /// The points left after the vector loop (fewer than a vector's worth), as one iteration

@@ -18,7 +18,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::evex::{self, Lanes, Mem};
 use super::kernel::Emitter;
-use super::vector::{Home, MinMax, SignMask, VectorPlan};
+use super::vector::{Home, SignOperand, VectorPlan};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
@@ -87,10 +87,6 @@ impl Emitter<'_> {
 
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_vnode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
-        if plan.absorbed[i] {
-            // A compare read by min/max selects only: nothing to compute.
-            return Ok(());
-        }
         let n = self.k.nodes[i].clone();
         let w = plan.wide;
         let dst = self.vdst(plan, i);
@@ -154,19 +150,6 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, lhs, 0)?;
                 let b = self.vsrc(plan, rhs, 1)?;
                 self.emit_vcompare(op, operand, w, a, b, dst)?;
-            }
-            Node::Select { .. } if plan.min_max[i].is_some() => {
-                let Some(MinMax { max, first, second }) = plan.min_max[i] else {
-                    return Err(self.unsupported("a min/max select without its operands"));
-                };
-                let a = self.vsrc(plan, first, 0)?;
-                let b = self.vsrc(plan, second, 1)?;
-                match (max, w) {
-                    (false, false) => x64!(self.ops; vminps Ry(dst), Ry(a), Ry(b)),
-                    (false, true) => x64!(self.ops; vminpd Ry(dst), Ry(a), Ry(b)),
-                    (true, false) => x64!(self.ops; vmaxps Ry(dst), Ry(a), Ry(b)),
-                    (true, true) => x64!(self.ops; vmaxpd Ry(dst), Ry(a), Ry(b)),
-                }
             }
             Node::Select {
                 cond,
@@ -245,29 +228,15 @@ impl Emitter<'_> {
         match (op, dtype) {
             (UnaryOp::Neg | UnaryOp::Abs, DType::F32 | DType::F64) => {
                 let neg = op == UnaryOp::Neg;
-                match plan.sign {
-                    Some(SignMask::Slot(slot)) => {
-                        let (sign, magnitude) = self.sign_slots(plan, slot);
-                        if neg {
-                            x64!(self.ops; vxorps Ry(dst), Ry(a), [rsp + sign]);
-                        } else {
-                            x64!(self.ops; vandps Ry(dst), Ry(a), [rsp + magnitude]);
-                        }
+                match self.sign_operand(plan)? {
+                    SignOperand::Frame { sign, .. } if neg => {
+                        x64!(self.ops; vxorps Ry(dst), Ry(a), [rsp + sign])
                     }
-                    sign => {
-                        let reg = match sign {
-                            Some(SignMask::Reg(r)) => r,
-                            _ => {
-                                self.vsign_mask(3, w);
-                                3
-                            }
-                        };
-                        if neg {
-                            x64!(self.ops; vxorps Ry(dst), Ry(a), Ry(reg));
-                        } else {
-                            x64!(self.ops; vandnps Ry(dst), Ry(reg), Ry(a));
-                        }
+                    SignOperand::Frame { magnitude, .. } => {
+                        x64!(self.ops; vandps Ry(dst), Ry(a), [rsp + magnitude])
                     }
+                    SignOperand::Reg(r) if neg => x64!(self.ops; vxorps Ry(dst), Ry(a), Ry(r)),
+                    SignOperand::Reg(r) => x64!(self.ops; vandnps Ry(dst), Ry(r), Ry(a)),
                 }
             }
             (UnaryOp::Sqrt | UnaryOp::Rsqrt, DType::F32) => {

@@ -20,7 +20,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::evex_zmm::{emit, zv, Zins, Zrm};
 use super::kernel::Emitter;
-use super::vector::{Home, MinMax, SignMask, VectorPlan};
+use super::vector::{Home, SignOperand, VectorPlan};
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
@@ -147,10 +147,6 @@ impl Emitter<'_> {
 
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_znode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
-        if plan.absorbed[i] {
-            // A compare read by min/max selects only: nothing to compute.
-            return Ok(());
-        }
         let n = self.k.nodes[i].clone();
         let w = plan.wide;
         let dst = self.vdst(plan, i);
@@ -201,15 +197,6 @@ impl Emitter<'_> {
                     return Ok(());
                 }
                 self.zmask_lanes(w, dst, K_TMP);
-            }
-            Node::Select { .. } if plan.min_max[i].is_some() => {
-                let Some(MinMax { max, first, second }) = plan.min_max[i] else {
-                    return Err(self.unsupported("a min/max select without its operands"));
-                };
-                let a = self.vsrc(plan, first, 0)?;
-                let b = self.vsrc(plan, second, 1)?;
-                let op = if max { zv::max(w) } else { zv::min(w) };
-                self.z(Zins::rrr(op, dst, a, b));
             }
             Node::Select {
                 cond,
@@ -279,31 +266,17 @@ impl Emitter<'_> {
         let w = plan.wide;
         match (op, dtype) {
             (UnaryOp::Neg | UnaryOp::Abs, DType::F32 | DType::F64) => {
-                let neg = op == UnaryOp::Neg;
-                match plan.sign {
-                    Some(SignMask::Slot(slot)) => {
-                        let (sign, magnitude) = self.sign_slots(plan, slot);
-                        if neg {
-                            self.z(Zins::new(zv::PXOR, dst, a, Zrm::rsp(sign)));
-                        } else {
-                            self.z(Zins::new(zv::PAND, dst, a, Zrm::rsp(magnitude)));
-                        }
+                let ins = match self.sign_operand(plan)? {
+                    SignOperand::Frame { sign, .. } if op == UnaryOp::Neg => {
+                        Zins::new(zv::PXOR, dst, a, Zrm::rsp(sign))
                     }
-                    sign => {
-                        let reg = match sign {
-                            Some(SignMask::Reg(r)) => r,
-                            _ => {
-                                self.zsign_mask(3, w);
-                                3
-                            }
-                        };
-                        if neg {
-                            self.z(Zins::rrr(zv::PXOR, dst, a, reg));
-                        } else {
-                            self.z(Zins::rrr(zv::PANDN, dst, reg, a));
-                        }
+                    SignOperand::Frame { magnitude, .. } => {
+                        Zins::new(zv::PAND, dst, a, Zrm::rsp(magnitude))
                     }
-                }
+                    SignOperand::Reg(r) if op == UnaryOp::Neg => Zins::rrr(zv::PXOR, dst, a, r),
+                    SignOperand::Reg(r) => Zins::rrr(zv::PANDN, dst, r, a),
+                };
+                self.z(ins);
             }
             (UnaryOp::Sqrt, DType::F32 | DType::F64) => {
                 self.z(Zins::rrr(zv::sqrt(w), dst, 0, a));
