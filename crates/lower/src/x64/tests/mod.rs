@@ -7,7 +7,8 @@
 //! - `paths`: which kernels take the vector path, tier feature sets, the generator's mix;
 //! - `errors`: malformed or oversized kernels are errors, never panics;
 //! - `abi`: callee-saved registers and the stack pointer survive a kernel call;
-//! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks.
+//! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks;
+//! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects.
 
 mod abi;
 mod conformance;
@@ -15,3 +16,4 @@ mod encoding;
 mod errors;
 mod host;
 mod paths;
+mod vector_code;

@@ -1,0 +1,386 @@
+//! The vector loops' code on the AVX-512 tier and their instruction selection: the zmm
+//! forms (`evex_zmm.rs`) decoded by iced-x86, the masked tail, opmasks kept for selects, and
+//! selects that are one `minps`/`maxps` on both vector tiers.
+
+use accy_ir::{BinaryOp, DType};
+
+use super::encoding::{add_kernel, assert_features_within, disassemble};
+use crate::compile::Options;
+use crate::kernel::{Kernel, KernelNode, LoopKernel, Node};
+use crate::target::Target;
+use crate::x64::{X64Target, X64Tier};
+
+#[test]
+fn avx512_tier_runs_zmm_vector_loops_ending_with_a_masked_iteration() {
+    let target = X64Target::new(X64Tier::Avx512);
+    let code = target
+        .emit(&[Kernel::Loop(add_kernel())], &Options::default())
+        .expect("emit");
+    let text = disassemble(&code.code).expect("decodes");
+    for needle in [
+        "vaddps zmm7,zmm5,zmm6",
+        "kmovw k1,eax",
+        "vmovups zmm5{k1}{z},[rcx+rax*4]",
+        "vmovups [rcx+rax*4]{k1},zmm7",
+    ] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    // No scalar tail: the only scalar float op left would be the tail's addss.
+    assert!(!text.contains("addss"), "{text}");
+    assert_features_within(&target, &code.code);
+}
+
+/// Every zmm form of the loop kernels' vector path, decoded: operand order, masks, zeroing,
+/// immediates, extended registers (bit 3 and bit 4 of each field) and memory forms.
+#[test]
+fn zmm_loop_forms_decode_as_intended() {
+    use crate::x64::evex_zmm::{emit, zv, Zins, Zrm};
+    let elem = Zrm::Mem {
+        base: 1,
+        index: Some((0, 4)),
+        disp: 0,
+    };
+    let wide_elem = Zrm::Mem {
+        base: 13,
+        index: Some((9, 8)),
+        disp: 0,
+    };
+    let cases: Vec<(Zins, &str)> = vec![
+        (
+            Zins::new(zv::load(false), 5, 0, elem),
+            "vmovups zmm5,[rcx+rax*4]",
+        ),
+        (
+            Zins::new(zv::load(true), 21, 0, wide_elem).mask(1, true),
+            "vmovupd zmm21{k1}{z},[r13+r9*8]",
+        ),
+        (
+            Zins::new(zv::store(false), 31, 0, elem).mask(1, false),
+            "vmovups [rcx+rax*4]{k1},zmm31",
+        ),
+        (
+            Zins::new(zv::store(true), 8, 0, Zrm::rsp(0x140)),
+            "vmovupd [rsp+0x140],zmm8",
+        ),
+        (
+            Zins::new(zv::load(false), 0, 0, Zrm::rsp(0)),
+            "vmovups zmm0,[rsp]",
+        ),
+        (Zins::rrr(zv::mov(false), 16, 0, 7), "vmovaps zmm16,zmm7"),
+        (
+            Zins::rrr(zv::mov(true), 2, 0, 30).mask(1, false),
+            "vmovapd zmm2{k1},zmm30",
+        ),
+        (Zins::rrr(zv::add(false), 7, 5, 6), "vaddps zmm7,zmm5,zmm6"),
+        (
+            Zins::new(zv::add(true), 9, 17, Zrm::rsp(64)),
+            "vaddpd zmm9,zmm17,[rsp+0x40]",
+        ),
+        (
+            Zins::rrr(zv::mul(false), 24, 25, 26),
+            "vmulps zmm24,zmm25,zmm26",
+        ),
+        (
+            Zins::rrr(zv::sub(true), 1, 12, 19),
+            "vsubpd zmm1,zmm12,zmm19",
+        ),
+        (
+            Zins::rrr(zv::div(false), 6, 17, 7),
+            "vdivps zmm6,zmm17,zmm7",
+        ),
+        (Zins::rrr(zv::min(false), 3, 5, 6), "vminps zmm3,zmm5,zmm6"),
+        (Zins::rrr(zv::max(true), 4, 6, 5), "vmaxpd zmm4,zmm6,zmm5"),
+        (Zins::rrr(zv::sqrt(false), 11, 0, 20), "vsqrtps zmm11,zmm20"),
+        (
+            Zins::rrr(zv::cmp(false), 2, 5, 14).imm(0x11),
+            "vcmplt_oqps k2,zmm5,zmm14",
+        ),
+        (
+            Zins::rrr(zv::cmp(true), 2, 22, 3).imm(3),
+            "vcmpunordpd k2,zmm22,zmm3",
+        ),
+        (Zins::rrr(zv::CVTDQ2PS, 5, 0, 18), "vcvtdq2ps zmm5,zmm18"),
+        (Zins::rrr(zv::CVTTPS2DQ, 3, 0, 27), "vcvttps2dq zmm3,zmm27"),
+        (Zins::rrr(zv::PAND, 8, 9, 10), "vpandd zmm8,zmm9,zmm10"),
+        (Zins::rrr(zv::PANDN, 6, 3, 23), "vpandnd zmm6,zmm3,zmm23"),
+        (Zins::rrr(zv::POR, 29, 3, 4), "vpord zmm29,zmm3,zmm4"),
+        (Zins::rrr(zv::PXOR, 3, 3, 3), "vpxord zmm3,zmm3,zmm3"),
+        (
+            Zins::rrr(zv::padd(false), 6, 7, 10),
+            "vpaddd zmm6,zmm7,zmm10",
+        ),
+        (
+            Zins::rrr(zv::padd(true), 6, 7, 10),
+            "vpaddq zmm6,zmm7,zmm10",
+        ),
+        (
+            Zins::rrr(zv::psub(false), 5, 3, 16),
+            "vpsubd zmm5,zmm3,zmm16",
+        ),
+        (
+            Zins::rrr(zv::psub(true), 5, 3, 16),
+            "vpsubq zmm5,zmm3,zmm16",
+        ),
+        (
+            Zins::rrr(zv::PMULLD, 12, 13, 14),
+            "vpmulld zmm12,zmm13,zmm14",
+        ),
+        (
+            Zins::rrr(zv::pmaxs(false), 5, 6, 7),
+            "vpmaxsd zmm5,zmm6,zmm7",
+        ),
+        (
+            Zins::rrr(zv::pmaxs(true), 5, 6, 7),
+            "vpmaxsq zmm5,zmm6,zmm7",
+        ),
+        (
+            Zins::rrr(zv::pmins(false), 5, 6, 7),
+            "vpminsd zmm5,zmm6,zmm7",
+        ),
+        (
+            Zins::rrr(zv::pmins(true), 5, 6, 7),
+            "vpminsq zmm5,zmm6,zmm7",
+        ),
+        (
+            Zins::rrr(zv::psllv(false), 10, 7, 1),
+            "vpsllvd zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::psllv(true), 10, 7, 1),
+            "vpsllvq zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::psrlv(false), 10, 7, 1),
+            "vpsrlvd zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::psrlv(true), 10, 7, 1),
+            "vpsrlvq zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::psrav(false), 10, 7, 1),
+            "vpsravd zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::psrav(true), 10, 7, 1),
+            "vpsravq zmm10,zmm7,zmm1",
+        ),
+        (
+            Zins::rrr(zv::pshift_imm(false), zv::SHIFT_LEFT, 3, 3).imm(31),
+            "vpslld zmm3,zmm3,0x1F",
+        ),
+        (
+            Zins::rrr(zv::pshift_imm(true), zv::SHIFT_LEFT, 19, 4).imm(63),
+            "vpsllq zmm19,zmm4,0x3F",
+        ),
+        (
+            Zins::rrr(zv::pshift_imm(false), zv::SHIFT_RIGHT, 8, 25).imm(31),
+            "vpsrld zmm8,zmm25,0x1F",
+        ),
+        (
+            Zins::rrr(zv::pshift_imm(true), zv::SHIFT_RIGHT, 8, 25).imm(63),
+            "vpsrlq zmm8,zmm25,0x3F",
+        ),
+        (Zins::rrr(zv::pabs(false), 9, 0, 17), "vpabsd zmm9,zmm17"),
+        (Zins::rrr(zv::pabs(true), 9, 0, 17), "vpabsq zmm9,zmm17"),
+        (
+            Zins::rrr(zv::fmadd231(false), 8, 21, 7),
+            "vfmadd231ps zmm8,zmm21,zmm7",
+        ),
+        (
+            Zins::new(zv::fmadd231(true), 3, 18, Zrm::rsp(0x1c0)),
+            "vfmadd231pd zmm3,zmm18,[rsp+0x1C0]",
+        ),
+        (
+            Zins::rrr(zv::ptestm(false), 2, 8, 8),
+            "vptestmd k2,zmm8,zmm8",
+        ),
+        (
+            Zins::rrr(zv::ptestm(true), 2, 24, 24),
+            "vptestmq k2,zmm24,zmm24",
+        ),
+        (
+            Zins::rrr(zv::pblendm(false), 9, 7, 5).mask(2, false),
+            "vpblendmd zmm9{k2},zmm7,zmm5",
+        ),
+        (
+            Zins::rrr(zv::pblendm(true), 20, 30, 6).mask(2, false),
+            "vpblendmq zmm20{k2},zmm30,zmm6",
+        ),
+        (
+            Zins::rrr(zv::pternlog(false), 8, 8, 8)
+                .imm(0xFF)
+                .mask(2, true),
+            "vpternlogd zmm8{k2}{z},zmm8,zmm8,0xFF",
+        ),
+        (
+            Zins::rrr(zv::pternlog(true), 17, 17, 17)
+                .imm(0xFF)
+                .mask(2, true),
+            "vpternlogq zmm17{k2}{z},zmm17,zmm17,0xFF",
+        ),
+        (
+            Zins::rrr(zv::pcmp(false), 2, 5, 6).imm(6),
+            "vpcmpnled k2,zmm5,zmm6",
+        ),
+        (
+            Zins::rrr(zv::pcmp(true), 2, 5, 26).imm(1),
+            "vpcmpltq k2,zmm5,zmm26",
+        ),
+        (
+            Zins::rrr(zv::rndscale(false), 5, 0, 6).imm(9),
+            "vrndscaleps zmm5,zmm6,9",
+        ),
+        (
+            Zins::rrr(zv::rndscale(true), 28, 0, 6).imm(10),
+            "vrndscalepd zmm28,zmm6,0xA",
+        ),
+        (
+            Zins::rrr(zv::EXTRACTF64X4, 15, 0, 1).imm(1),
+            "vextractf64x4 ymm1,zmm15,1",
+        ),
+        (
+            Zins::rrr(zv::pbroadcast_gpr(false), 4, 0, 0),
+            "vpbroadcastd zmm4,eax",
+        ),
+        (
+            Zins::rrr(zv::pbroadcast_gpr(true), 22, 0, 0),
+            "vpbroadcastq zmm22,rax",
+        ),
+        (
+            Zins::new(zv::pbroadcast_mem(false), 18, 0, Zrm::rsp(0x150)),
+            "vpbroadcastd zmm18,[rsp+0x150]",
+        ),
+        (
+            Zins::new(zv::pbroadcast_mem(true), 7, 0, Zrm::rsp(8)),
+            "vpbroadcastq zmm7,[rsp+8]",
+        ),
+    ];
+    let mut bytes = Vec::new();
+    let mut expected = String::new();
+    for (ins, text) in cases {
+        emit(&mut bytes, ins);
+        expected.push_str(text);
+        expected.push('\n');
+    }
+    assert_eq!(disassemble(&bytes).expect("decodes"), expected);
+    let target = X64Target::new(X64Tier::Avx512);
+    assert_features_within(&target, &bytes);
+}
+
+/// `%2 = compare(a, b); %3 = select(%2, a, b); %4 = select(%2, b, a); %5 = combine(%3, %4)`
+/// over two f32 inputs.
+fn two_selects_kernel(compare: accy_ir::CompareOp, combine: BinaryOp) -> LoopKernel {
+    let node = |node, dtype| KernelNode { node, dtype };
+    let select = |on_true, on_false| {
+        node(
+            Node::Select {
+                cond: 2,
+                on_true,
+                on_false,
+            },
+            DType::F32,
+        )
+    };
+    let mut k = add_kernel();
+    k.nodes.truncate(2);
+    k.nodes.extend([
+        node(
+            Node::Compare {
+                op: compare,
+                lhs: 0,
+                rhs: 1,
+            },
+            DType::Bool,
+        ),
+        select(0, 1),
+        select(1, 0),
+        node(
+            Node::Binary {
+                op: combine,
+                lhs: 3,
+                rhs: 4,
+            },
+            DType::F32,
+        ),
+    ]);
+    k.result = 5;
+    k
+}
+
+/// A compare read only by selects stays in an opmask on the AVX-512 tier: the selects blend
+/// under it, with no mask lanes made and tested again; a compare that is also stored gets
+/// its lanes.
+#[test]
+fn avx512_selects_blend_under_their_compares_opmask() {
+    use accy_ir::CompareOp;
+    // `<=` so that the selects are not min/max, which need no mask at all.
+    let mut k = two_selects_kernel(CompareOp::Le, BinaryOp::Add);
+    let target = X64Target::new(X64Tier::Avx512);
+    let emit = |k: &LoopKernel| {
+        let code = target
+            .emit(&[Kernel::Loop(k.clone())], &Options::default())
+            .expect("emit");
+        assert_features_within(&target, &code.code);
+        disassemble(&code.code).expect("decodes")
+    };
+    let text = emit(&k);
+    assert!(text.contains("vcmple_oqps k2,"), "{text}");
+    assert_eq!(
+        text.matches("{k2},").count(),
+        4,
+        "two selects, vector loop and tail:\n{text}"
+    );
+    assert!(
+        !text.contains("vptestm") && !text.contains("vpternlog"),
+        "{text}"
+    );
+    // Also stored (as the result's operand through a convert): lanes, then a test per select.
+    k.nodes[5] = KernelNode {
+        node: Node::Convert { x: 2 },
+        dtype: DType::F32,
+    };
+    let text = emit(&k);
+    assert!(
+        text.contains("vcmple_oqps k7,") && text.contains("vpternlogd"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("vptestmd k7,").count(),
+        0,
+        "dead selects:\n{text}"
+    );
+}
+
+/// `select(a < b, a, b)` is `minps(a, b)` and `select(a < b, b, a)` is `maxps(b, a)` on both
+/// vector tiers, with the compare, read by nothing else, left out.
+#[test]
+fn min_max_selects_are_one_instruction_and_drop_their_compare() {
+    use accy_ir::CompareOp;
+    let k = two_selects_kernel(CompareOp::Lt, BinaryOp::Sub);
+    for (tier, reg) in [(X64Tier::Avx2, "ymm"), (X64Tier::Avx512, "zmm")] {
+        let target = X64Target::new(tier);
+        let code = target
+            .emit(&[Kernel::Loop(k.clone())], &Options::default())
+            .expect("emit");
+        let text = disassemble(&code.code).expect("decodes");
+        // Loads: a in register 5, b in 6; min(a, b) into 7, max(b, a) into 8.
+        for needle in [
+            format!("vminps {reg}7,{reg}5,{reg}6"),
+            format!("vmaxps {reg}8,{reg}6,{reg}5"),
+        ] {
+            assert!(
+                text.contains(&needle),
+                "{tier:?}: missing {needle}:\n{text}"
+            );
+        }
+        assert!(
+            !text.contains(&format!("vcmpltps {reg}")),
+            "{tier:?}:\n{text}"
+        );
+        assert!(
+            !text.contains("vcmplt_oqps") && !text.contains("blend"),
+            "{tier:?}:\n{text}"
+        );
+    }
+}
