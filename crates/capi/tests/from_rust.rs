@@ -55,6 +55,33 @@ fn compile(session: *const AccySession, bytes: &[u8]) -> AccyProgram {
     program
 }
 
+/// Invokes `program` of session `s` on one input of three 4-byte values (i32 or f32) with its
+/// own scratch; returns the status and the three output values.
+fn invoke3<T: Copy + Default>(
+    s: *const AccySession,
+    program: AccyProgram,
+    x: [T; 3],
+) -> (u32, [T; 3]) {
+    assert_eq!(size_of::<T>(), 4);
+    let mut scratch = ptr::null_mut();
+    // SAFETY: `scratch` is writable.
+    assert_eq!(unsafe { accy_scratch_create(&mut scratch) }, 0);
+    let mut y = [T::default(); 3];
+    let input = AccyConstBuffer {
+        data: x.as_ptr().cast(),
+        byte_size: 12,
+    };
+    let output = AccyBuffer {
+        data: y.as_mut_ptr().cast(),
+        byte_size: 12,
+    };
+    // SAFETY: the session and scratch are live and each buffer holds its byte_size bytes.
+    let status = unsafe { accy_program_invoke(s, program, scratch, &input, 1, &output, 1) };
+    // SAFETY: created above, used by no call now.
+    unsafe { accy_scratch_destroy(scratch) };
+    (status, y)
+}
+
 /// A descriptor of `size` bytes with every other field `fill`.
 fn descriptor(size: usize, fill: u32) -> AccyDescriptor {
     AccyDescriptor {
@@ -201,21 +228,7 @@ fn an_artifact_loads_without_compiling_and_bad_bytes_get_their_codes() {
     let (status, program) = load(&artifact);
     assert_eq!(status, ACCY_STATUS_OK, "{}", message());
     let x = [5i32, -6, 7];
-    let mut y = [0i32; 3];
-    let input = AccyConstBuffer {
-        data: x.as_ptr().cast(),
-        byte_size: 12,
-    };
-    let output = AccyBuffer {
-        data: y.as_mut_ptr().cast(),
-        byte_size: 12,
-    };
-    let mut scratch = ptr::null_mut();
-    // SAFETY: `scratch` is writable.
-    assert_eq!(unsafe { accy_scratch_create(&mut scratch) }, 0);
-    // SAFETY: session and scratch are live; each buffer holds its byte_size bytes.
-    let status = unsafe { accy_program_invoke(s, program, scratch, &input, 1, &output, 1) };
-    assert_eq!((status, y), (ACCY_STATUS_OK, x), "{}", message());
+    assert_eq!(invoke3(s, program, x), (ACCY_STATUS_OK, x), "{}", message());
 
     let mut flipped = artifact.clone();
     let last = flipped.len() - 1;
@@ -230,10 +243,7 @@ fn an_artifact_loads_without_compiling_and_bad_bytes_get_their_codes() {
         "wire bytes are no artifact"
     );
     // SAFETY: created above and used by no call now.
-    unsafe {
-        accy_scratch_destroy(scratch);
-        accy_session_destroy(s);
-    }
+    unsafe { accy_session_destroy(s) };
 }
 
 /// `x * x` over f32[3].
@@ -266,26 +276,10 @@ fn session_options_flush_subnormals_and_first_version_callers() {
             return None;
         }
         let program = compile(s, &square());
-        let mut scratch = ptr::null_mut();
-        // SAFETY: `scratch` is writable.
-        assert_eq!(unsafe { accy_scratch_create(&mut scratch) }, 0);
-        let mut y = [0f32; 3];
-        let input = AccyConstBuffer {
-            data: x.as_ptr().cast(),
-            byte_size: 12,
-        };
-        let output = AccyBuffer {
-            data: y.as_mut_ptr().cast(),
-            byte_size: 12,
-        };
-        // SAFETY: the session and scratch are live and each buffer holds its byte_size bytes.
-        let status = unsafe { accy_program_invoke(s, program, scratch, &input, 1, &output, 1) };
+        let (status, y) = invoke3(s, program, x);
         assert_eq!(status, ACCY_STATUS_OK, "{}", message());
         // SAFETY: created above, used by no call now.
-        unsafe {
-            accy_scratch_destroy(scratch);
-            accy_session_destroy(s);
-        }
+        unsafe { accy_session_destroy(s) };
         Some(y)
     };
     let whole = size_of::<AccySessionOptions>();

@@ -8,7 +8,7 @@
 use std::arch::asm;
 
 use accy_ir::interp::eval;
-use accy_ir::{BinaryOp, Builder, DType, Tensor, Type};
+use accy_ir::{BinaryOp, Builder, DType, Program, Tensor, Type};
 use accy_session::{Scratch, Session, SessionOptions};
 
 /// MXCSR's flush-to-zero and denormals-are-zero bits.
@@ -28,17 +28,22 @@ fn set_mxcsr(value: u32) {
     unsafe { asm!("ldmxcsr [{}]", in(reg) &value, options(nostack)) };
 }
 
-#[test]
-fn ftz_and_daz_in_the_caller_do_not_change_results_and_are_restored() {
-    // y = x * s + x: subnormal inputs, subnormal products.
-    let n = 64u64;
+/// `y = x * s + x` over f32[n].
+fn scale_and_add(n: u64) -> Program {
     let mut b = Builder::new();
     let x = b.input("x", Type::new(DType::F32, &[n])).unwrap();
     let s = b.input("s", Type::new(DType::F32, &[n])).unwrap();
     let p = b.binary(BinaryOp::Mul, x, s).unwrap();
     let y = b.binary(BinaryOp::Add, p, x).unwrap();
     b.output(y).unwrap();
-    let program = b.finish().unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn ftz_and_daz_in_the_caller_do_not_change_results_and_are_restored() {
+    // y = x * s + x: subnormal inputs, subnormal products.
+    let n = 64u64;
+    let program = scale_and_add(n);
     let xs: Vec<f32> = (0..n)
         .map(|i| f32::from_bits(1 + i as u32 * 97_003) * if i % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
@@ -83,13 +88,7 @@ fn a_session_that_flushes_subnormals_does_so_on_every_thread_and_restores_the_ca
     // y = x * s + x over subnormal x: with FTZ/DAZ every x reads as ±0, so y is ±0; without,
     // no y is zero. Enough elements for the kernel to be split over the pool's threads.
     let n = 1u64 << 20;
-    let mut b = Builder::new();
-    let x = b.input("x", Type::new(DType::F32, &[n])).unwrap();
-    let s = b.input("s", Type::new(DType::F32, &[n])).unwrap();
-    let p = b.binary(BinaryOp::Mul, x, s).unwrap();
-    let y = b.binary(BinaryOp::Add, p, x).unwrap();
-    b.output(y).unwrap();
-    let program = accy_wire::encode(&b.finish().unwrap());
+    let program = accy_wire::encode(&scale_and_add(n));
     let xs: Vec<f32> = (0..n)
         .map(|i| f32::from_bits(1 + (i as u32 % 8_000_000)) * if i % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
