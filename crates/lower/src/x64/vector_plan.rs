@@ -389,16 +389,11 @@ pub(crate) fn plan(
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
     let (min_max, absorbed) = min_max_selects(k, live, &uniform);
-    let mut mask_reg = if zmm {
-        super::vector_zmm::assign_masks(k, live, &uniform)
+    let mask_reg = if zmm {
+        super::vector_zmm::assign_masks(k, live, &uniform, &absorbed)
     } else {
         vec![None; n]
     };
-    for (m, &gone) in mask_reg.iter_mut().zip(&absorbed) {
-        if gone {
-            *m = None;
-        }
-    }
     // A compare whose selects read its opmask, or that no code reads at all, needs no home.
     let no_home: Vec<bool> = mask_reg
         .iter()

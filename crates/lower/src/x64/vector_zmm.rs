@@ -32,8 +32,14 @@ const MASK_POOL: [u8; 5] = [2, 3, 4, 5, 6];
 /// Per node of `k`: the opmask a varying compare keeps its result in when every user is a
 /// select reading it as its condition (then the select blends under that opmask, and the
 /// compare needs no lanes). Handed out in node order from [`MASK_POOL`], each free again after
-/// its compare's last select; a compare that finds none free gets lanes as usual.
-pub(crate) fn assign_masks(k: &LoopKernel, live: &[bool], uniform: &[bool]) -> Vec<Option<u8>> {
+/// its compare's last select; a compare that finds none free gets lanes as usual. `absorbed`
+/// compares (read by min/max selects only, never emitted) get none.
+pub(crate) fn assign_masks(
+    k: &LoopKernel,
+    live: &[bool],
+    uniform: &[bool],
+    absorbed: &[bool],
+) -> Vec<Option<u8>> {
     let n = k.nodes.len();
     let varying = |i: usize| live[i] && !uniform[i];
     // Per node: its last user, or None when some user is not a select's condition alone.
@@ -69,7 +75,8 @@ pub(crate) fn assign_masks(k: &LoopKernel, live: &[bool], uniform: &[bool]) -> V
         let Some(last) = last_select[i] else {
             continue;
         };
-        if !varying(i) || other_use[i] || !matches!(kn.node, Node::Compare { .. }) {
+        let compare = matches!(kn.node, Node::Compare { .. });
+        if !varying(i) || other_use[i] || absorbed[i] || !compare {
             continue;
         }
         // Opmasks whose compare's last select came before this compare are free again.
