@@ -15,7 +15,6 @@ use accy_artifact::{DerivedSource, LaunchPlan, SlotId, SlotRole};
 
 use crate::aligned::AlignedBytes;
 use crate::binding::region_ptr;
-use crate::fpenv::FpEnvGuard;
 use crate::loaded::{LoadError, LoadedArtifact, SlotSource};
 use crate::pages::{FrozenPages, Pages, PagesFailure};
 use crate::pool::Inline;
@@ -118,7 +117,6 @@ fn derive(
         stride: loaded.worker_scratch_stride() as u64,
         count: 1,
     };
-    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
     // SAFETY: the steps write only `slot` (validation: a setup command writes exactly one
     // derived slot, and these are the ones writing `slot`), whose base is `block`, owned here
     // with `bytes` = the slot's size and not otherwise accessed during the call; they read only

@@ -4,9 +4,10 @@
 //!
 //! A host thread may have changed its environment (a library that sets flush-to-zero for
 //! speed, say); kernels must not see that, or their results would differ from the documented
-//! semantics and from the interpreter. So every run enters [`FpEnvGuard`], which sets the
-//! documented control bits and puts the caller's back when it ends, and so does every
-//! workgroup a worker thread (of the pool or of an embedder's executor) runs. The guard reads the control register once and writes it only
+//! semantics and from the interpreter. So every execution of an artifact's commands enters
+//! [`FpEnvGuard`] (in `run::execute`), which sets the documented control bits and puts the
+//! caller's back when it ends, and so does every workgroup a worker thread (of the pool or of
+//! an embedder's executor) runs. The guard reads the control register once and writes it only
 //! when it differs, so on a thread already in the default state it costs one register read
 //! (a few nanoseconds).
 //!

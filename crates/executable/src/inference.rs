@@ -372,7 +372,6 @@ impl PreparedPlan {
                 }
                 Step::Dispatch { fragment, table } => {
                     let loaded = &self.fragments[fragment];
-                    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
                     let tables = &slot.tables[table];
                     // SAFETY: `tables` were made for `loaded` in this slot by `SlotShape::make`:
                     // each input and output slot is its dispatch region (exactly the slot's

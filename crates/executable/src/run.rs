@@ -108,7 +108,6 @@ type Kernel = extern "C" fn(*const DispatchState, u32, u32) -> u32;
 #[inline]
 pub fn run(bindings: Bindings<'_>) -> Result<(), LaunchError> {
     let loaded = bindings.loaded;
-    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
     let executor = bindings.executor;
     let workers = Workers {
         base: bindings.scratch.worker_ptr(),
@@ -150,6 +149,9 @@ pub(crate) unsafe fn execute(
     bases: &[*mut u8],
     binding_ptrs: &[*mut u8],
 ) -> Result<(), LaunchError> {
+    // The environment the artifact's kernels run in, on this thread (`dispatch` enters it on
+    // worker threads too); the caller's comes back at the end.
+    let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
     for (command, step) in steps.steps.iter().enumerate() {
         match step {
             Step::Fill {
