@@ -61,6 +61,9 @@ pub(crate) struct VectorPlan {
     pub slots: usize,
     /// For a reduction: the slot the accumulator vector is spilled to for the final combine.
     pub acc_slot: Option<usize>,
+    /// For a reduction with a short body: more accumulator registers besides [`ACC_REG`],
+    /// which an unrolled loop fills one vector each, round robin (see `vector_reduce.rs`).
+    pub extra_accs: Vec<u8>,
     /// Per node: for a load that walks the vectorized dim with a stride other than 0 or 1,
     /// the slot holding its gather's lane offsets (`lane * stride`, one dword per lane),
     /// written once at kernel entry.
@@ -260,6 +263,26 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
     }
 }
 
+/// The most accumulators a reduction gets besides [`ACC_REG`].
+const MAX_EXTRA_ACCS: usize = 3;
+
+/// The most varying nodes a reduction's body may have and still get extra accumulators.
+const SHORT_BODY_NODES: usize = 6;
+
+/// Whether `k`'s per-point work is so little that its loop waits on the combine's latency
+/// (a float max is three dependent instructions per vector, an add four cycles), not on
+/// issuing the body: then independent accumulators let several vectors be in flight. A long
+/// body (an `exp`) already overlaps the combine, and unrolling it would only grow the code.
+fn short_body(k: &LoopKernel, live: &[bool], uniform: &[bool]) -> bool {
+    let varying = k
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|&(i, kn)| live[i] && !uniform[i] && !matches!(kn.node, Node::Const { .. }))
+        .count();
+    varying <= SHORT_BODY_NODES
+}
+
 /// The largest stride (in elements) a gathered load may have: its lane offsets, up to
 /// `7 * stride`, must fit the gather's signed 32-bit indices.
 const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
@@ -436,6 +459,16 @@ pub(crate) fn plan(
             }
         }
     });
+    let extra_accs = if reducing && short_body(k, live, &uniform) {
+        let taken = |r: u8| home.contains(&Home::Reg(r)) || sign == Some(SignMask::Reg(r));
+        regs.iter()
+            .copied()
+            .filter(|&r| !taken(r))
+            .take(MAX_EXTRA_ACCS)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut gather_slot = vec![None; n];
     let mut tile_slot = vec![None; n];
     let mut tile_bytes = 0;
@@ -470,6 +503,7 @@ pub(crate) fn plan(
         home,
         slots,
         acc_slot,
+        extra_accs,
         gather_slot,
         tile_slot,
     })

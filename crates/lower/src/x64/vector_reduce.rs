@@ -1,7 +1,10 @@
 //! A reduction over a contiguous innermost dim, vectorized on the AVX2 and AVX-512 tiers.
 //!
 //! Each lane accumulates every `lanes`-th point of a run of the inner loop in `ymm15` (`zmm15`
-//! on AVX-512), starting from the op's identity; after the vector loop the lanes are folded
+//! on AVX-512), starting from the op's identity. A short body (a max over a load) would wait
+//! on the combine's latency, so it gets up to three more accumulators in free registers
+//! (`VectorPlan::extra_accs`), filled round robin by an unrolled loop and folded into the
+//! first before the rest of the run. After the vector loop the lanes are folded
 //! pairwise in registers (upper half onto lower half until one lane is left), that lane into
 //! the scalar accumulator with the scalar combine step, and a scalar tail (or the AVX-512
 //! masked iteration) adds the remaining points. Integer sums and products wrap, and max/min give the same value in
@@ -62,18 +65,33 @@ impl Emitter<'_> {
         self.emit_bound(d, gpr::RCX);
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
-        if plan.zmm {
-            self.zconst(ACC_REG, identity, plan.wide);
-        } else {
-            self.vconst(ACC_REG, identity, plan.wide);
+        for &acc in std::iter::once(&ACC_REG).chain(&plan.extra_accs) {
+            if plan.zmm {
+                self.zconst(acc, identity, plan.wide);
+            } else {
+                self.vconst(acc, identity, plan.wide);
+            }
         }
         self.pin_loop_state(d, &[]);
+        if !plan.extra_accs.is_empty() {
+            // Unrolled: one vector into each accumulator per iteration, while a whole round
+            // fits; then the accumulators fold into ACC_REG and the loop below takes the rest.
+            let accs: Vec<u8> = std::iter::once(ACC_REG)
+                .chain(plan.extra_accs.iter().copied())
+                .collect();
+            let [utop, ucheck] = [(); 2].map(|_| self.ops.new_dynamic_label());
+            x64!(self.ops; jmp =>ucheck ; =>utop);
+            for &acc in &accs {
+                self.emit_vector_step(d, plan, combine, dtype, acc)?;
+            }
+            x64!(self.ops; =>ucheck);
+            self.emit_vector_loop_check(d, lanes * accs.len() as i64, utop);
+            for &acc in &plan.extra_accs {
+                self.emit_combine_vector(plan, combine, dtype, acc, ACC_REG)?;
+            }
+        }
         x64!(self.ops; jmp =>vcheck ; =>vtop);
-        self.emit_vector_body(plan)?;
-        let value = self.vsrc(plan, self.k.result, 0)?;
-        self.emit_combine_vector(plan, combine, dtype, value)?;
-        self.add_to_slot(counter, lanes);
-        self.emit_map_step(d, lanes);
+        self.emit_vector_step(d, plan, combine, dtype, ACC_REG)?;
         x64!(self.ops; =>vcheck);
         let spill = self.vslot(plan, acc_slot);
         self.emit_vector_loop_check(d, lanes, vtop);
@@ -98,7 +116,7 @@ impl Emitter<'_> {
                     };
                     e.ops.extend(move_merge(lanes, 2, value, 1));
                 }
-                e.emit_combine_vector(plan, combine, dtype, 2)
+                e.emit_combine_vector(plan, combine, dtype, 2, ACC_REG)
             })?;
             x64!(self.ops; =>fold);
         }
@@ -125,18 +143,38 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `ACC_REG = ACC_REG combine value` in the plan's vector width.
+    /// One vector of points: the body, its value combined into `acc`, the counter and maps
+    /// moved on.
+    fn emit_vector_step(
+        &mut self,
+        d: usize,
+        plan: &VectorPlan,
+        combine: BinaryOp,
+        dtype: accy_ir::DType,
+        acc: u8,
+    ) -> Result<(), EmitError> {
+        self.emit_vector_body(plan)?;
+        let value = self.vsrc(plan, self.k.result, 0)?;
+        self.emit_combine_vector(plan, combine, dtype, value, acc)?;
+        let lanes = plan.lanes();
+        self.add_to_slot(self.lay.counter[d], lanes);
+        self.emit_map_step(d, lanes);
+        Ok(())
+    }
+
+    /// `acc = acc combine value` in the plan's vector width.
     fn emit_combine_vector(
         &mut self,
         plan: &VectorPlan,
         combine: BinaryOp,
         dtype: accy_ir::DType,
         value: u8,
+        acc: u8,
     ) -> Result<(), EmitError> {
         if plan.zmm {
-            self.emit_zbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)
+            self.emit_zbinary(combine, dtype, plan.wide, acc, value, acc)
         } else {
-            self.emit_vbinary(combine, dtype, plan.wide, ACC_REG, value, ACC_REG)
+            self.emit_vbinary(combine, dtype, plan.wide, acc, value, acc)
         }
     }
 

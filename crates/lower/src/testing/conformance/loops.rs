@@ -17,17 +17,21 @@ use crate::testing::kernels::{
 pub(super) fn reductions(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     for &op in ReduceOp::ALL {
         for dtype in DTYPES {
-            for (p, r) in [(4u64, 7u64), (3, 0), (0, 4), (1, 1), (2, 19)] {
+            // 149 points: unrolled rounds into several accumulators, then single vectors,
+            // then a tail, on every tier's lane count.
+            for (p, r) in [(4u64, 7u64), (3, 0), (0, 4), (1, 1), (2, 19), (2, 149)] {
                 let k = reduce_2d(op, dtype, p, r);
                 if k.validate().is_ok() {
                     s.check(&k, &buffers_for(&k, 7), 1)?;
                 }
             }
-            // Every edge value in each row, reduced over the rows' trailing dim or over all.
-            let cols = edge_values(dtype).len() as u64;
-            let rows = 3u64;
-            let input: Vec<u8> = edge_values(dtype).concat().repeat(rows as usize);
-            for parallel_rank in [0u32, 1] {
+            // Every edge value in each row, reduced over the rows' trailing dim or over all;
+            // rows of the edge values repeated past 150 points put each in every accumulator.
+            let edges = edge_values(dtype).len();
+            for (parallel_rank, repeats) in [(0u32, 1), (1, 1), (1, 150usize.div_ceil(edges))] {
+                let cols = (edges * repeats) as u64;
+                let rows = 3u64;
+                let input: Vec<u8> = edge_values(dtype).concat().repeat(repeats * rows as usize);
                 let mut k = reduce_2d(op, dtype, rows, cols);
                 k.parallel_rank = parallel_rank;
                 let kept = if parallel_rank == 1 { rows } else { 1 };

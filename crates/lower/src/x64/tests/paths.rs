@@ -248,3 +248,33 @@ fn generator_produces_mostly_valid_kernels_of_every_kind() {
         "{stats}"
     );
 }
+
+/// A reduction over a bare load gets extra accumulators on both tiers (its loop would wait on
+/// the combine's latency); one whose body holds an expanded `exp` does not.
+#[test]
+fn short_reductions_get_extra_accumulators() {
+    use crate::testing::kernels::expanded;
+    use crate::x64::vector_plan::plan;
+    for zmm in [false, true] {
+        for op in [ReduceOp::Max, ReduceOp::Sum] {
+            let k = reduce_2d(op, DType::F32, 3, 200);
+            let p = plan(&k, &k.live_nodes(), true, zmm).expect("vectorized");
+            assert_eq!(p.extra_accs.len(), 3, "{op} zmm={zmm}");
+            assert!(!p.extra_accs.contains(&crate::x64::vector_plan::ACC_REG));
+            let homes = |r| p.home.contains(&crate::emit::vregs::Home::Reg(r));
+            assert!(!p.extra_accs.iter().any(|&r| homes(r)), "{op} zmm={zmm}");
+        }
+        let mut k = reduce_2d(ReduceOp::Sum, DType::F32, 3, 200);
+        k.nodes.push(node(
+            Node::Unary {
+                op: accy_ir::UnaryOp::Exp,
+                x: 0,
+            },
+            DType::F32,
+        ));
+        k.result = 1;
+        let k = expanded(k).expect("expands");
+        let p = plan(&k, &k.live_nodes(), true, zmm).expect("vectorized");
+        assert!(p.extra_accs.is_empty(), "exp body, zmm={zmm}");
+    }
+}
