@@ -33,18 +33,23 @@ pub(crate) fn allocate(
     needs_vec: &[bool],
     regs: &[u8],
 ) -> (Vec<Home>, usize) {
-    allocate_except(nodes, result, uniform, needs_vec, &[], regs)
+    allocate_except(nodes, result, uniform, needs_vec, &[], &[], regs)
 }
 
 /// [`allocate`], except that the varying values marked in `no_home` get no home (their
 /// users read them some other way, e.g. from an opmask) while their own operands still stay
-/// live until they are read.
+/// live until they are read; and that node `i` takes over the register of the first operand
+/// in `reuse[i]` that is read last by node `i` — for instructions that overwrite
+/// one of their sources (an x86 FMA accumulates into its destination), so the emitter need
+/// not copy it first. The emitter of a node with a hint must read the operand before it
+/// writes the destination.
 pub(crate) fn allocate_except(
     nodes: &[KernelNode],
     result: NodeId,
     uniform: &[bool],
     needs_vec: &[bool],
     no_home: &[bool],
+    reuse: &[Vec<NodeId>],
     regs: &[u8],
 ) -> (Vec<Home>, usize) {
     let n = nodes.len();
@@ -79,6 +84,19 @@ pub(crate) fn allocate_except(
             if o.is_some_and(|v| last_use[v] < i) {
                 *o = None;
             }
+        }
+        let inherited = reuse.get(i).into_iter().flatten().find_map(|&o| {
+            let o = o as usize;
+            let dies_here = o != result as usize && last_use.get(o) == Some(&i);
+            let r = regs
+                .iter()
+                .position(|&r| home.get(o) == Some(&Home::Reg(r)))?;
+            (dies_here && owner[r] == Some(o)).then_some(r)
+        });
+        if let Some(r) = inherited {
+            owner[r] = Some(i);
+            home[i] = Home::Reg(regs[r]);
+            continue;
         }
         home[i] = match owner.iter().position(Option::is_none) {
             Some(r) => {
@@ -186,7 +204,7 @@ mod tests {
         let uniform = [false; 5];
         let needs = [true; 5];
         let no_home = [false, false, false, true, false];
-        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[7, 8, 9]);
+        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[], &[7, 8, 9]);
         assert_eq!(
             home,
             [
@@ -198,5 +216,56 @@ mod tests {
             ]
         );
         assert_eq!(slots, 0);
+    }
+
+    #[test]
+    fn a_hinted_node_takes_the_register_of_an_operand_read_last_there() {
+        let add = |lhs, rhs| {
+            node(Node::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            })
+        };
+        let load = || {
+            node(Node::Load {
+                binding: 0,
+                map: crate::kernel::IndexMap::new(0, &[1]),
+            })
+        };
+        // %0, %1 loads; %2 = %0 + %1; %3 = %2 + %1; %4 = %3 + %0 (the result).
+        let nodes = vec![load(), load(), add(0, 1), add(2, 1), add(3, 0)];
+        let (uniform, needs, no_home) = ([false; 5], [true; 5], [false; 5]);
+        let regs = [7, 8, 9, 10];
+        let (plain, _) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[], &regs);
+        assert_eq!(plain[2], Home::Reg(9));
+        // %2 may not take %1's register (%3 reads %1 again); %3 takes it, %1 being read last
+        // there; %4 takes %0's.
+        let reuse = [vec![], vec![], vec![1], vec![1], vec![0]];
+        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &reuse, &regs);
+        assert_eq!(
+            home,
+            [
+                Home::Reg(7),
+                Home::Reg(8),
+                Home::Reg(9),
+                Home::Reg(8),
+                Home::Reg(7)
+            ]
+        );
+        assert_eq!(slots, 0);
+        // The result never gives its register away (it is read after the loop body).
+        let nodes = vec![load(), add(0, 0), add(1, 0)];
+        let reuse = [vec![], vec![0], vec![1]];
+        let (home, _) = allocate_except(
+            &nodes,
+            1,
+            &[false; 3],
+            &[true; 3],
+            &[false; 3],
+            &reuse,
+            &regs,
+        );
+        assert_ne!(home[2], home[1]);
     }
 }

@@ -256,6 +256,10 @@ pub(crate) mod zv {
     pub(crate) const fn fmadd231(wide: bool) -> Op {
         op(2, 1, wide, 0xB8)
     }
+    /// `vfmadd213ps`/`pd`: `reg = vvvv · reg + rm`.
+    pub(crate) const fn fmadd213(wide: bool) -> Op {
+        op(2, 1, wide, 0xA8)
+    }
     /// `vptestmd`/`q k, zmm, zmm`: the lanes where `vvvv & rm` is not zero.
     pub(crate) const fn ptestm(wide: bool) -> Op {
         op(2, 1, wide, 0x27)

@@ -315,6 +315,29 @@ impl Emitter<'_> {
         }
     }
 
+    /// For an FMA `a · b + c` whose destination register `dst` is the home of factor `a`
+    /// (or `b`) but not of the addend: the other factor, which the `213` form multiplies
+    /// into `dst`. `None` when the usual `231` form (accumulating into `dst`) applies.
+    pub(crate) fn fma_factor_in_dst(
+        &self,
+        plan: &VectorPlan,
+        dst: u8,
+        a: u32,
+        b: u32,
+        c: u32,
+    ) -> Option<u32> {
+        let in_dst = |id: u32| plan.home.get(id as usize) == Some(&Home::Reg(dst));
+        if in_dst(c) {
+            None
+        } else if in_dst(a) {
+            Some(b)
+        } else if in_dst(b) {
+            Some(a)
+        } else {
+            None
+        }
+    }
+
     /// Puts node `id`'s vector value in register `reg` (a move from its register, or a load
     /// from its slot).
     pub(crate) fn vsrc_into(

@@ -170,6 +170,14 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
             }
+            Node::Fma { a, b, c } if self.fma_factor_in_dst(plan, dst, a, b, c).is_some() => {
+                // The destination took over a factor's register (`reuse_hints`): multiply
+                // into it.
+                let other = self.fma_factor_in_dst(plan, dst, a, b, c).unwrap_or(b);
+                let o = self.vsrc(plan, other, 1)?;
+                let addend = self.vsrc(plan, c, 2)?;
+                self.ops.extend(super::vex::vfmadd213(dst, o, addend, w));
+            }
             Node::Fma { a, b, c } => {
                 // A factor that lives in a slot is read as the memory operand; otherwise both
                 // come from registers.

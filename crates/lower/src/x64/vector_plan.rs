@@ -263,6 +263,22 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
     }
 }
 
+/// Per node, the operands whose register it may take over (`allocate_except`), preferred
+/// first: an FMA's addend (`vfmadd231` accumulates into it), else a factor (`vfmadd213`
+/// multiplies into it); a bitcast's operand (then it is no instruction at all). The emitters of both
+/// read that operand before they write the destination; without these a polynomial's every
+/// step and every bitcast cost a register copy.
+fn reuse_hints(k: &LoopKernel) -> Vec<Vec<u32>> {
+    k.nodes
+        .iter()
+        .map(|kn| match kn.node {
+            Node::Fma { a, b, c } => vec![c, a, b],
+            Node::Bitcast { x } => vec![x],
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
 /// The most accumulators a reduction gets besides [`ACC_REG`].
 const MAX_EXTRA_ACCS: usize = 3;
 
@@ -423,8 +439,10 @@ pub(crate) fn plan(
         .zip(&absorbed)
         .map(|(m, &gone)| m.is_some() || gone)
         .collect();
-    let (home, mut slots) =
-        allocate_except(&k.nodes, k.result, &uniform, &needs_vec, &no_home, &regs);
+    let reuse = reuse_hints(k);
+    let (home, mut slots) = allocate_except(
+        &k.nodes, k.result, &uniform, &needs_vec, &no_home, &reuse, &regs,
+    );
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
         slots += 1;

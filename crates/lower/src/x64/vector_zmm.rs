@@ -227,6 +227,14 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_zconvert(from, n.dtype, w, a, dst)?;
             }
+            Node::Fma { a, b, c } if self.fma_factor_in_dst(plan, dst, a, b, c).is_some() => {
+                // The destination took over a factor's register (`reuse_hints`): multiply
+                // into it.
+                let other = self.fma_factor_in_dst(plan, dst, a, b, c).unwrap_or(b);
+                let o = self.vsrc(plan, other, 1)?;
+                let addend = self.vsrc(plan, c, 2)?;
+                self.z(Zins::rrr(zv::fmadd213(w), dst, o, addend));
+            }
             Node::Fma { a, b, c } => {
                 // As on AVX2: a factor in a slot is the memory operand, the accumulator
                 // starts from c, through zmm3 when the destination is a factor's register.

@@ -1,13 +1,26 @@
 //! The VEX forms dynasm 5.1 encodes wrongly, written as bytes: the FMA instructions with
 //! VEX.W = 1 (`vfmadd231pd`, `vfmadd231sd`) come out as their single-precision twins, so
-//! every `vfmadd231` form the loop kernels use is built here (the f32 ones too, so one
-//! encoder serves all four); likewise `vgatherdpd` (it comes out as `vgatherdps`).
+//! every `vfmadd231` and `vfmadd213` form the loop kernels use is built here (the f32 ones
+//! too, so one encoder serves all); likewise `vgatherdpd` (it comes out as `vgatherdps`).
 //! `tests/encoding.rs` decodes each with iced-x86.
 
 /// `vfmadd231{ps,pd,ss,sd} dst, b, c` (VEX.66.0F38 B8 packed / B9 scalar): `dst += b · c`,
 /// rounded once. `wide` picks f64 (W = 1); `packed` picks the 256-bit packed form (ymm, L = 1)
 /// over the scalar one (xmm, L = 0). Registers are 0–15.
 pub(crate) fn vfmadd231(dst: u8, b: u8, c: u8, wide: bool, packed: bool) -> [u8; 5] {
+    vfmadd_rr(if packed { 0xB8 } else { 0xB9 }, dst, b, c, wide, packed)
+}
+
+/// `vfmadd213{ps,pd} ymm(dst), ymm(b), ymm(c)` (VEX.256.66.0F38 A8): `dst = b · dst + c`,
+/// rounded once — the form for a destination that holds a factor. `wide` picks f64 (W = 1).
+/// Registers are 0–15.
+pub(crate) fn vfmadd213(dst: u8, b: u8, c: u8, wide: bool) -> [u8; 5] {
+    vfmadd_rr(0xA8, dst, b, c, wide, true)
+}
+
+/// An FMA with opcode `opcode`, all operands registers: ModRM.reg `dst`, VEX.vvvv `b`,
+/// ModRM.rm `c`.
+fn vfmadd_rr(opcode: u8, dst: u8, b: u8, c: u8, wide: bool, packed: bool) -> [u8; 5] {
     let inv = |r: u8| (!(r >> 3)) & 1;
     [
         0xC4,
@@ -15,7 +28,7 @@ pub(crate) fn vfmadd231(dst: u8, b: u8, c: u8, wide: bool, packed: bool) -> [u8;
         (inv(dst) << 7) | (1 << 6) | (inv(c) << 5) | 0b00010,
         // W, v̄vvv (the first source), L, pp = 66.
         (u8::from(wide) << 7) | ((!b & 0xF) << 3) | (u8::from(packed) << 2) | 0b01,
-        if packed { 0xB8 } else { 0xB9 },
+        opcode,
         0xC0 | ((dst & 7) << 3) | (c & 7),
     ]
 }

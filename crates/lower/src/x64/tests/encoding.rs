@@ -287,8 +287,8 @@ vgatherdpd ymm9,[rcx+xmm10*8],ymm11
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }
 
-/// Every `vfmadd231` form `vex.rs` writes as bytes (dynasm gets the W = 1 ones wrong), for
-/// low and high registers, and the forms with a frame operand.
+/// Every `vfmadd231` and `vfmadd213` form `vex.rs` writes as bytes (dynasm gets the W = 1
+/// ones wrong), for low and high registers, and the forms with a frame operand.
 #[test]
 fn vex_fma_forms_decode_as_intended() {
     use crate::x64::vex::vfmadd231;
@@ -329,6 +329,16 @@ vfmadd231sd xmm8,xmm0,xmm15
 vfmadd231ps ymm1,ymm2,[rsp+0x40]
 vfmadd231pd ymm12,ymm13,[rsp+0x12340]
 vfmadd231ps ymm0,ymm9,[rsp]
+";
+    assert_eq!(disassemble(&code).expect("decodes"), expected);
+    let mut code = Vec::new();
+    for (dst, b, c, wide) in [(1, 2, 3, false), (12, 13, 14, true), (8, 0, 15, false)] {
+        code.extend(crate::x64::vex::vfmadd213(dst, b, c, wide));
+    }
+    let expected = "\
+vfmadd213ps ymm1,ymm2,ymm3
+vfmadd213pd ymm12,ymm13,ymm14
+vfmadd213ps ymm8,ymm0,ymm15
 ";
     assert_eq!(disassemble(&code).expect("decodes"), expected);
 }

@@ -192,6 +192,14 @@ fn zmm_loop_forms_decode_as_intended() {
             "vfmadd231pd zmm3,zmm18,[rsp+0x1C0]",
         ),
         (
+            Zins::rrr(zv::fmadd213(false), 9, 5, 19),
+            "vfmadd213ps zmm9,zmm5,zmm19",
+        ),
+        (
+            Zins::rrr(zv::fmadd213(true), 30, 2, 14),
+            "vfmadd213pd zmm30,zmm2,zmm14",
+        ),
+        (
             Zins::rrr(zv::ptestm(false), 2, 8, 8),
             "vptestmd k2,zmm8,zmm8",
         ),
