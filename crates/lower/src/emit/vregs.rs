@@ -138,23 +138,28 @@ mod tests {
         }
     }
 
+    fn add(lhs: NodeId, rhs: NodeId) -> KernelNode {
+        node(Node::Binary {
+            op: BinaryOp::Add,
+            lhs,
+            rhs,
+        })
+    }
+
+    fn load() -> KernelNode {
+        node(Node::Load {
+            binding: 0,
+            map: crate::kernel::IndexMap::new(0, &[1]),
+        })
+    }
+
     #[test]
     fn varying_values_get_registers_before_uniform_ones_and_reuse_them() {
         // %0 = const, %1 = const, %2 = load, %3 = %2 + %0, %4 = %3 * %1, %5 = %4 + %0
-        let add = |lhs, rhs| {
-            node(Node::Binary {
-                op: BinaryOp::Add,
-                lhs,
-                rhs,
-            })
-        };
         let nodes = vec![
             node(Node::Const { bits: 0 }),
             node(Node::Const { bits: 1 }),
-            node(Node::Load {
-                binding: 0,
-                map: crate::kernel::IndexMap::new(0, &[1]),
-            }),
+            load(),
             add(2, 0),
             add(3, 1),
             add(4, 0),
@@ -186,19 +191,6 @@ mod tests {
     fn a_homeless_value_gets_no_register_but_keeps_its_operands_live() {
         // The homeless %3 reads %0 and %1 after %2 is loaded, so %2 must not take their
         // registers (as it would if %3's reads were not counted).
-        let add = |lhs, rhs| {
-            node(Node::Binary {
-                op: BinaryOp::Add,
-                lhs,
-                rhs,
-            })
-        };
-        let load = || {
-            node(Node::Load {
-                binding: 0,
-                map: crate::kernel::IndexMap::new(0, &[1]),
-            })
-        };
         // %0, %1 loads; %2 load; %3 = %0 + %1 (homeless); %4 = %2 + %2 (the result).
         let nodes = vec![load(), load(), load(), add(0, 1), add(2, 2)];
         let uniform = [false; 5];
@@ -220,19 +212,6 @@ mod tests {
 
     #[test]
     fn a_hinted_node_takes_the_register_of_an_operand_read_last_there() {
-        let add = |lhs, rhs| {
-            node(Node::Binary {
-                op: BinaryOp::Add,
-                lhs,
-                rhs,
-            })
-        };
-        let load = || {
-            node(Node::Load {
-                binding: 0,
-                map: crate::kernel::IndexMap::new(0, &[1]),
-            })
-        };
         // %0, %1 loads; %2 = %0 + %1; %3 = %2 + %1; %4 = %3 + %0 (the result).
         let nodes = vec![load(), load(), add(0, 1), add(2, 1), add(3, 0)];
         let (uniform, needs, no_home) = ([false; 5], [true; 5], [false; 5]);
