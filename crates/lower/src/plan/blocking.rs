@@ -43,7 +43,8 @@ const FAR: i64 = 16;
 /// Reorders `k` into blocks when it is a transposing elementwise kernel (see the module
 /// documentation), otherwise leaves it as it is. The blocks are those `block` asks for (the
 /// target's [`crate::Target::transpose_block`]) when every value is 4 bytes, or every value
-/// 8 bytes, and the dims divide into them; else one line by [`ROWS`].
+/// 8 bytes, and the dims divide into them, or the largest halving of them that the dims
+/// divide into; else one line by [`ROWS`].
 pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
@@ -81,13 +82,20 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     // kernel with values of several sizes (a convert, say) may run element by element.
     let uniform_size =
         (size == 4 || size == 8) && k.nodes.iter().all(|n| n.dtype.size_bytes() == size);
-    let asked = ((block.line_bytes / size).max(1), block.run.max(1));
     let lines = ((LINE / size).max(1), ROWS);
-    let (line, rows) = if uniform_size && fits_both(asked) {
-        asked
-    } else if fits_both(lines) {
-        lines
-    } else {
+    // The target's block, or the largest halving of it (lines first, then rows) that the
+    // dims divide into, down to a line by [`ROWS`].
+    let mut asked = Vec::new();
+    let mut line_bytes = block.line_bytes;
+    while uniform_size && line_bytes > LINE {
+        let mut run = block.run;
+        while run >= ROWS {
+            asked.push(((line_bytes / size).max(1), run));
+            run /= 2;
+        }
+        line_bytes /= 2;
+    }
+    let Some((line, rows)) = asked.into_iter().chain([lines]).find(|&b| fits_both(b)) else {
         return;
     };
     let (bd, bl) = (line as i64, rows as i64);
@@ -168,6 +176,30 @@ mod tests {
             dst
         };
         assert_eq!(run(&plain), run(&blocked));
+    }
+
+    /// A target block the dims do not divide into is halved (lines first, then rows) until
+    /// they do, before falling back to a line by [`ROWS`].
+    #[test]
+    fn a_block_too_large_for_the_dims_is_halved() {
+        let big = TransposeBlock {
+            line_bytes: 1024,
+            run: 32,
+        };
+        let blocks = |n: u64| {
+            let mut k = transpose(n);
+            block_transposes(&mut k, big);
+            k.validate().unwrap();
+            k.dims.as_slice()[2..].to_vec()
+        };
+        // 512 f32 a row: 256 a line, 32 rows.
+        assert_eq!(blocks(512), [256, 32]);
+        // 320 = 5 · 64 = 10 · 32: lines of 64 f32 (256 bytes), 32 rows.
+        assert_eq!(blocks(320), [64, 32]);
+        // 96 = 3 · 32: lines of 32 f32 (128 bytes), 32 rows.
+        assert_eq!(blocks(96), [32, 32]);
+        // 48 = 3 · 16: not twice any halving of 32 rows or 128 bytes: a line by 8 rows.
+        assert_eq!(blocks(48), [16, 8]);
     }
 
     #[test]

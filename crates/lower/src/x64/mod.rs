@@ -182,13 +182,16 @@ impl Target for X64Target {
 
     fn transpose_block(&self) -> TransposeBlock {
         // The AVX2 path reads a transposing load's source lines whole (`tile.rs`). On a
-        // 4096² f32 transpose (`cargo xtask bench memory --only=transpose`, Xeon, 1 thread,
-        // L1 prefetches then), 256 bytes × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms;
-        // 64 × 8: 41-50 ms.
+        // 4096² f32 transpose (`accy bench`, Xeon, 1 thread; L1 prefetches then), 256 bytes
+        // × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms; 64 × 8: 41-50 ms. Later, on a
+        // quieter host (copy of the same bytes 5.7 ms): 256 × 64 12.0-12.6 ms, 128 × 64
+        // 14.1 ms, 512 × 64 8.6-8.8 ms, 1024 × 32 8.3-8.5 ms (2 threads 7.4 → 5.0 ms p50),
+        // 1024 × 64 8.1-8.2 ms, 2048 × 32 8.1-8.4 ms, 2048 × 16 8.9 ms, 4096 × 16 9.9 ms:
+        // more of each source page per visit helps until a block's rows outgrow the L1.
         if self.tier.has_avx2() {
             TransposeBlock {
-                line_bytes: 256,
-                run: 64,
+                line_bytes: 1024,
+                run: 32,
             }
         } else {
             crate::plan::blocking::LINE_BY_ROWS
