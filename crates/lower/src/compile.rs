@@ -35,6 +35,11 @@ pub struct Options {
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
     /// import table.
     pub fma: bool,
+    /// Whether the target scales by a power of two in one instruction (AVX-512's
+    /// `vscalefps`); [`compile`] sets it from the target ([`Target::has_scale_b`]). The
+    /// expansions of `exp` and its relatives then scale with [`crate::kernel::Node::ScaleB`]
+    /// instead of exponent-field arithmetic.
+    pub scale_b: bool,
     /// The blocks a transposing kernel is cut into; [`compile`] sets them from the target
     /// ([`Target::transpose_block`]).
     pub transpose_block: TransposeBlock,
@@ -61,6 +66,7 @@ impl Default for Options {
             },
             micro_tiles: [(6, 16), (6, 8)],
             fma: false,
+            scale_b: false,
             transpose_block: crate::plan::blocking::LINE_BY_ROWS,
             row_blocks: false,
             flush_subnormals: false,
@@ -111,10 +117,11 @@ impl Options {
         self
     }
 
-    /// These options with the register tiles and FMA flag of `target`.
+    /// These options with the register tiles, FMA and scaling flags of `target`.
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
         self.fma = target.has_fma();
+        self.scale_b = target.has_scale_b();
         self.transpose_block = target.transpose_block();
         self
     }
@@ -170,7 +177,7 @@ pub fn compile_detailed(
     let options = options.clone().for_target(target);
     let mut lowered = plan_with(program, &options)?;
     if options.expands_math() {
-        crate::math::expand(&mut lowered.kernels)?;
+        crate::math::expand(&mut lowered.kernels, options.scale_b)?;
     }
     let code = target.emit(&lowered.kernels, &options)?;
     let kernels = lowered.kernels.clone();

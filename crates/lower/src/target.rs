@@ -43,6 +43,13 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether every code path of this target computes [`crate::kernel::Node::ScaleB`] (a
+    /// scaling by a power of two, rounded once) in one instruction. Expansions only produce
+    /// that node for such targets. The default is `false`.
+    fn has_scale_b(&self) -> bool {
+        false
+    }
+
     /// The blocks a transposing kernel of 4- or 8-byte elements is cut into (see
     /// `plan::blocking`):
     /// the bytes of the block along the dim its load reads contiguously, and the elements of

@@ -179,6 +179,8 @@ impl Emitter<'_> {
                 self.store_float(0, dst, dtype);
                 Ok(())
             }
+            // `AArch64Target::has_scale_b` is false: no expansion produces it here.
+            Node::ScaleB { .. } => Err(self.unsupported("scaleb")),
             // The slot holds the value's bits whatever its dtype: copy them.
             Node::Bitcast { x } => {
                 ldr_slot(self.ops, Slot::X, gpr::X0, self.slot(x)?);

@@ -122,6 +122,8 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, shift: bool) 
         },
         Node::Select { .. } => true,
         Node::Fma { .. } => matches!(dtype, F32 | F64),
+        // No NEON instruction does it (SVE's FSCALE would); no expansion produces it here.
+        Node::ScaleB { .. } => false,
         // Validation keeps the lane width.
         Node::Bitcast { .. } => true,
         Node::Gather { .. } | Node::Index { .. } | Node::Convert { .. } | Node::Acc => false,

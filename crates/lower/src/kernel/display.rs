@@ -62,6 +62,7 @@ impl fmt::Display for Node {
             Node::Convert { x } => write!(f, "convert %{x}"),
             Node::Acc => f.write_str("acc"),
             Node::Fma { a, b, c } => write!(f, "fma %{a}, %{b}, %{c}"),
+            Node::ScaleB { x, n } => write!(f, "scaleb %{x}, %{n}"),
             Node::Bitcast { x } => write!(f, "bitcast %{x}"),
         }
     }

@@ -15,6 +15,7 @@ use accy_ir::interp::scalar::{self, Scalar};
 use accy_ir::{BinaryOp, DType, ReduceOp};
 use accy_math::Float;
 
+use super::scale_b;
 use super::validate::{KernelError, Site};
 use super::{ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId};
 
@@ -360,6 +361,11 @@ impl<'k> Body<'k> {
                         _ => return Err(undefined()),
                     }
                 }
+                Node::ScaleB { x, n } => match (self.value(site, *x)?, self.value(site, *n)?) {
+                    (Scalar::F32(x), Scalar::F32(n)) => Scalar::F32(scale_b::f32(x, n)),
+                    (Scalar::F64(x), Scalar::F64(n)) => Scalar::F64(scale_b::f64(x, n)),
+                    _ => return Err(undefined()),
+                },
                 Node::Bitcast { x } => {
                     let x = self.value(site, *x)?;
                     if x.dtype().size_bytes() != dtype.size_bytes() {

@@ -42,6 +42,7 @@ use smallvec::SmallVec;
 mod contraction;
 mod display;
 mod interp;
+mod scale_b;
 mod validate;
 
 pub use contraction::{ContractionKernel, Operand};
@@ -233,6 +234,17 @@ pub enum Node {
         /// Addend.
         c: NodeId,
     },
+    /// `x · 2^⌊n⌋` rounded once (IEEE 754 `scaleB`, as AVX-512's `vscalefps`/`pd` computes
+    /// it); `x`, `n` and the node are all f32 or all f64. NaN if either operand is NaN, or
+    /// for `0 · 2^+inf` and `inf · 2^-inf`; otherwise `±inf` for `n = +inf` and `±0` for
+    /// `n = -inf`. No IR op produces it: the math expansions scale by a power of two with it
+    /// on targets that have the instruction ([`crate::Target::has_scale_b`]).
+    ScaleB {
+        /// The value scaled.
+        x: NodeId,
+        /// The power of two (its floor).
+        n: NodeId,
+    },
     /// The bits of `x` as a value of the node's dtype, which has the same size: f32 ↔ i32,
     /// f64 ↔ i64 (or the dtype itself). No IR op produces it: the math expansions take
     /// floats apart (exponent, sign) with it.
@@ -297,6 +309,7 @@ impl Node {
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
                 smallvec::smallvec![*lhs, *rhs]
             }
+            Node::ScaleB { x, n } => smallvec::smallvec![*x, *n],
             Node::Select {
                 cond,
                 on_true,
@@ -320,6 +333,10 @@ impl Node {
             Node::Binary { lhs, rhs, .. } | Node::Compare { lhs, rhs, .. } => {
                 *lhs = f(*lhs)?;
                 *rhs = f(*rhs)?;
+            }
+            Node::ScaleB { x, n } => {
+                *x = f(*x)?;
+                *n = f(*n)?;
             }
             Node::Select {
                 cond,

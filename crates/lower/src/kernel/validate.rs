@@ -529,6 +529,14 @@ impl<'k> Checker<'k> {
                     );
                 }
             }
+            Node::ScaleB { x, n: e } => {
+                let (x, e) = (self.operand(n, *x)?, self.operand(n, *e)?);
+                if !dtype.is_float() || x != dtype || e != dtype {
+                    return Err(
+                        self.type_error(n, format!("scaleb of {x}, {e} cannot give {dtype}"))
+                    );
+                }
+            }
             Node::Bitcast { x } => {
                 let x = self.operand(n, *x)?;
                 let ok = matches!(x, DType::F32 | DType::I32 | DType::F64 | DType::I64)

@@ -76,17 +76,26 @@ pub(crate) struct Builder<'a> {
     consts: &'a mut HashMap<(DType, u64), NodeId>,
     /// The format the expansion computes in.
     pub fmt: Format,
+    /// Whether [`Builder::scale_b`] may be used (the target has the instruction).
+    pub has_scale_b: bool,
 }
 
 impl<'a> Builder<'a> {
     /// A builder appending to `nodes` in `fmt`, sharing `consts` (the constants already in
-    /// `nodes`, by dtype and bits) with every other builder of the same list.
+    /// `nodes`, by dtype and bits) with every other builder of the same list; `has_scale_b`
+    /// when the target computes [`Node::ScaleB`] in one instruction.
     pub(crate) fn new(
         nodes: &'a mut Vec<KernelNode>,
         consts: &'a mut HashMap<(DType, u64), NodeId>,
         fmt: Format,
+        has_scale_b: bool,
     ) -> Builder<'a> {
-        Builder { nodes, consts, fmt }
+        Builder {
+            nodes,
+            consts,
+            fmt,
+            has_scale_b,
+        }
     }
 
     fn push(&mut self, node: Node, dtype: DType) -> V {
@@ -159,6 +168,12 @@ impl<'a> Builder<'a> {
     pub(crate) fn fma(&mut self, a: V, b: V, c: V) -> V {
         let dtype = self.dtype(a);
         self.push(Node::Fma { a, b, c }, dtype)
+    }
+
+    /// `x · 2^⌊n⌋` rounded once; only when [`Builder::has_scale_b`].
+    pub(crate) fn scale_b(&mut self, x: V, n: V) -> V {
+        let dtype = self.dtype(x);
+        self.push(Node::ScaleB { x, n }, dtype)
     }
 
     /// `-x`.

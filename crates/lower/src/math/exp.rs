@@ -14,6 +14,10 @@
 //! normal range, they get `n + K` and the result is multiplied by `2^-K` (K = 64 or 128),
 //! so a subnormal result is rounded once, correctly, by that multiplication.
 //!
+//! On targets that scale by a power of two in one instruction (AVX-512's `vscalefps`,
+//! [`crate::kernel::Node::ScaleB`]), that instruction does all of this, rounding a subnormal
+//! result once as the multiplication by `2^-K` does: the result is the same.
+//!
 //! Why `x - n · ln2_hi` is exact: with FMA the product is not rounded, `|r| ≤ 0.35`, and both
 //! terms are multiples of the smaller of `ulp(x)` and `ulp(ln2_hi)`, so `r` needs fewer
 //! significant bits than the format has.
@@ -101,7 +105,14 @@ pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
     let q = b.fma(r2, p, r);
     let one = b.f(1.0);
     let er = b.add(q, one);
-    let y = scale(b, er, t, n, reach.low);
+    let y = if b.has_scale_b {
+        // One rounding, of a subnormal result too; a result past the largest float is
+        // ±inf, but one rounded from just above the threshold need not be: the guard below
+        // stays.
+        b.scale_b(er, n)
+    } else {
+        scale(b, er, t, n, reach.low)
+    };
     if !reach.high {
         return y;
     }

@@ -60,18 +60,20 @@ pub(crate) fn expands(node: &Node, dtype: DType) -> bool {
 }
 
 /// Replaces every transcendental node of `kernels` by its expansion (see the module doc) and
-/// validates the result. A kernel without one is left as it is.
-pub(crate) fn expand(kernels: &mut [Kernel]) -> Result<(), KernelError> {
+/// validates the result. A kernel without one is left as it is. With `scale_b` (a target
+/// whose code scales by a power of two in one instruction) the expansions use
+/// [`Node::ScaleB`] for it.
+pub(crate) fn expand(kernels: &mut [Kernel], scale_b: bool) -> Result<(), KernelError> {
     for kernel in kernels.iter_mut() {
         match kernel {
             Kernel::Loop(k) => {
-                if let Some((nodes, result)) = expand_nodes(&k.nodes, k.result) {
+                if let Some((nodes, result)) = expand_nodes(&k.nodes, k.result, scale_b) {
                     k.nodes = nodes;
                     k.result = result;
                 }
             }
             Kernel::Contraction(k) => {
-                if let Some((nodes, result)) = expand_nodes(&k.epilogue, k.result) {
+                if let Some((nodes, result)) = expand_nodes(&k.epilogue, k.result, scale_b) {
                     k.epilogue = nodes;
                     k.result = result;
                 }
@@ -84,7 +86,11 @@ pub(crate) fn expand(kernels: &mut [Kernel]) -> Result<(), KernelError> {
 
 /// `nodes` with each expandable node replaced by its expansion, and the new id of `result`;
 /// `None` when nothing expands.
-fn expand_nodes(nodes: &[KernelNode], result: NodeId) -> Option<(Vec<KernelNode>, NodeId)> {
+fn expand_nodes(
+    nodes: &[KernelNode],
+    result: NodeId,
+    scale_b: bool,
+) -> Option<(Vec<KernelNode>, NodeId)> {
     if !nodes.iter().any(|n| expands(&n.node, n.dtype)) {
         return None;
     }
@@ -101,7 +107,7 @@ fn expand_nodes(nodes: &[KernelNode], result: NodeId) -> Option<(Vec<KernelNode>
         let id = match (&node, fmt) {
             (Node::Unary { op, x }, Some(fmt)) if expands(&node, n.dtype) => {
                 let f = unary_expansion(*op)?;
-                f(&mut Builder::new(&mut out, &mut consts, fmt), *x)
+                f(&mut Builder::new(&mut out, &mut consts, fmt, scale_b), *x)
             }
             (Node::Const { bits }, _) => {
                 let key = (n.dtype, *bits);

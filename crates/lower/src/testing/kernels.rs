@@ -486,10 +486,16 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
 }
 
 /// `k` with its transcendentals expanded into vector math, as default-mode compiles for
-/// targets with FMA see it (`crate::math`).
+/// targets with FMA see it (`crate::math`), scaling without [`Node::ScaleB`].
 pub fn expanded(k: LoopKernel) -> Result<LoopKernel, String> {
+    expanded_for(k, false)
+}
+
+/// [`expanded`] for a target that has (`scale_b`) or lacks one-instruction scaling by a power
+/// of two ([`crate::Target::has_scale_b`]).
+pub fn expanded_for(k: LoopKernel, scale_b: bool) -> Result<LoopKernel, String> {
     let mut kernels = [crate::kernel::Kernel::Loop(k)];
-    crate::math::expand(&mut kernels).map_err(|e| e.to_string())?;
+    crate::math::expand(&mut kernels, scale_b).map_err(|e| e.to_string())?;
     let [crate::kernel::Kernel::Loop(k)] = kernels else {
         return Err("expansion changed the kernel's form".into());
     };

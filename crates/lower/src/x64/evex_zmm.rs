@@ -48,6 +48,9 @@ pub(crate) struct Zins {
     pub k: u8,
     pub zero: bool,
     pub imm: Option<u8>,
+    /// EVEX.L'L: 2 for 512 bits (the default), 1 for a 256-bit ymm form, 0 for 128 bits or
+    /// a scalar (`ss`/`sd`) form.
+    pub len: u8,
 }
 
 impl Zins {
@@ -61,6 +64,7 @@ impl Zins {
             k: 0,
             zero: false,
             imm: None,
+            len: 2,
         }
     }
 
@@ -75,6 +79,16 @@ impl Zins {
             imm: Some(imm),
             ..self
         }
+    }
+
+    /// The same in 256-bit ymm registers (the AVX512VL form).
+    pub(crate) fn ymm(self) -> Self {
+        Zins { len: 1, ..self }
+    }
+
+    /// The same as a scalar (`ss`/`sd`) or 128-bit form.
+    pub(crate) fn scalar(self) -> Self {
+        Zins { len: 0, ..self }
     }
 
     /// The same under opmask `k`, zeroing (`zero`) or merging the other lanes.
@@ -101,7 +115,7 @@ pub(crate) fn emit(out: &mut impl Extend<u8>, i: Zins) {
         | ((1 - bit(i.reg, 4)) << 4)
         | (op.map & 3);
     let p1 = (u8::from(op.w) << 7) | ((!i.vvvv & 0xF) << 3) | (1 << 2) | (op.pp & 3);
-    let p2 = (u8::from(i.zero) << 7) | (0b10 << 5) | ((1 - bit(i.vvvv, 4)) << 3) | (i.k & 7);
+    let p2 = (u8::from(i.zero) << 7) | ((i.len & 3) << 5) | ((1 - bit(i.vvvv, 4)) << 3) | (i.k & 7);
     out.extend([0x62, p0, p1, p2, op.opcode]);
     let reg = (i.reg & 7) << 3;
     match i.rm {
@@ -255,6 +269,15 @@ pub(crate) mod zv {
     /// `vfmadd231ps`/`pd`: `reg += vvvv · rm`.
     pub(crate) const fn fmadd231(wide: bool) -> Op {
         op(2, 1, wide, 0xB8)
+    }
+    /// `vscalefps`/`pd`: `reg = vvvv · 2^⌊rm⌋`, rounded once.
+    pub(crate) const fn scalef(wide: bool) -> Op {
+        op(2, 1, wide, 0x2C)
+    }
+    /// `vscalefss`/`sd` (with [`Zins::scalar`]): lane 0 of `vvvv · 2^⌊rm⌋`, the rest of
+    /// `vvvv` above it.
+    pub(crate) const fn scalef_scalar(wide: bool) -> Op {
+        op(2, 1, wide, 0x2D)
     }
     /// `vfmadd213ps`/`pd`: `reg = vvvv · reg + rm`.
     pub(crate) const fn fmadd213(wide: bool) -> Op {

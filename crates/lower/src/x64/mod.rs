@@ -180,6 +180,11 @@ impl Target for X64Target {
         self.tier.has_avx2()
     }
 
+    fn has_scale_b(&self) -> bool {
+        // vscalefps/pd (zmm, and ymm with AVX512VL) and vscalefss/sd (scalar code).
+        self.tier == X64Tier::Avx512
+    }
+
     fn transpose_block(&self) -> TransposeBlock {
         // The AVX2 path reads a transposing load's source lines whole (`tile.rs`). On a
         // 4096² f32 transpose (`accy bench`, Xeon, 1 thread; L1 prefetches then), 256 bytes

@@ -170,6 +170,10 @@ impl Emitter<'_> {
                 let (a, b, c) = (self.slot(a)?, self.slot(b)?, self.slot(c)?);
                 self.emit_fma(dtype, a, b, c, dst)
             }
+            Node::ScaleB { x, n } => {
+                let (x, n) = (self.slot(x)?, self.slot(n)?);
+                self.emit_scale_b(dtype, x, n, dst)
+            }
             // The slot holds the value's bits whatever its dtype: copy them.
             Node::Bitcast { x } => {
                 let x = self.slot(x)?;
@@ -177,6 +181,25 @@ impl Emitter<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// `dst = x · 2^⌊n⌋` rounded once: `vscalefss`/`sd`, on the AVX-512 tier only (the only
+    /// one whose expansions produce the node, `X64Target::has_scale_b`).
+    fn emit_scale_b(&mut self, dtype: DType, x: i32, n: i32, dst: i32) -> Result<(), EmitError> {
+        let wide = match dtype {
+            DType::F32 => false,
+            DType::F64 => true,
+            _ => return Err(self.unsupported(format!("scaleb on {dtype}"))),
+        };
+        if self.tier != super::X64Tier::Avx512 {
+            return Err(self.unsupported("scaleb below the AVX-512 tier"));
+        }
+        self.load_float(0, x, dtype);
+        self.load_float(1, n, dtype);
+        let op = super::evex_zmm::zv::scalef_scalar(wide);
+        self.z(super::evex_zmm::Zins::rrr(op, 0, 0, 1).scalar());
+        self.store_float(0, dst, dtype);
+        Ok(())
     }
 
     /// `dst = a · b + c` rounded once: `vfmadd231ss`/`sd` on the tiers with FMA, else the

@@ -210,6 +210,15 @@ impl Emitter<'_> {
                     x64!(self.ops; vmovaps Ry(dst), Ry(acc));
                 }
             }
+            Node::ScaleB { x, n: e } => {
+                // The AVX512VL form: only the AVX-512 tier's expansions produce the node.
+                if self.tier != super::X64Tier::Avx512 {
+                    return Err(self.unsupported("scaleb below the AVX-512 tier"));
+                }
+                let (a, b) = (self.vsrc(plan, x, 0)?, self.vsrc(plan, e, 1)?);
+                let op = super::evex_zmm::zv::scalef(w);
+                self.z(super::evex_zmm::Zins::rrr(op, dst, a, b).ymm());
+            }
             Node::Bitcast { x } => {
                 let a = self.vsrc(plan, x, 0)?;
                 if a != dst {

@@ -257,7 +257,7 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
             _ => false,
         },
         Node::Acc => false,
-        Node::Fma { .. } => matches!(dtype, F32 | F64),
+        Node::Fma { .. } | Node::ScaleB { .. } => matches!(dtype, F32 | F64),
         // Validation keeps the lane width.
         Node::Bitcast { .. } => true,
     }

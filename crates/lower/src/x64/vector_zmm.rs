@@ -256,6 +256,10 @@ impl Emitter<'_> {
                     self.z(Zins::rrr(zv::mov(w), dst, 0, acc));
                 }
             }
+            Node::ScaleB { x, n: e } => {
+                let (a, b) = (self.vsrc(plan, x, 0)?, self.vsrc(plan, e, 1)?);
+                self.z(Zins::rrr(zv::scalef(w), dst, a, b));
+            }
             Node::Bitcast { x } => {
                 let a = self.vsrc(plan, x, 0)?;
                 if a != dst {

@@ -10,7 +10,7 @@ use accy_ir::{BinaryOp, DType, UnaryOp};
 
 use super::Conformance;
 use crate::kernel::{KernelNode, Node};
-use crate::testing::kernels::{edge_values, elementwise, expanded, node};
+use crate::testing::kernels::{edge_values, elementwise, expanded_for, node};
 
 /// The unary ops with an expansion.
 pub(crate) const OPS: [UnaryOp; 7] = [
@@ -76,6 +76,8 @@ fn inputs(dtype: DType) -> (u64, Vec<u8>) {
 }
 
 pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
+    // As the target's compiles expand them: with its one-instruction scaling, if it has one.
+    let scale_b = s.runner().target().has_scale_b();
     for dtype in [DType::F32, DType::F64] {
         let (n, input) = inputs(dtype);
         let output = vec![0xAB; input.len()];
@@ -86,7 +88,7 @@ pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 &[dtype],
                 vec![node(Node::Unary { op, x: 0 }, dtype)],
             );
-            let k = expanded(k)?;
+            let k = expanded_for(k, scale_b)?;
             s.check(&k, &[input.clone(), output.clone()], 2)?;
         }
         // y = tanh(x · 0.5 + 0.25) · 1.5: constants shared with the expansion's.
@@ -118,7 +120,7 @@ pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 bin(BinaryOp::Mul, 5, 6),
             ],
         );
-        s.check(&expanded(chain)?, &[input, output], 1)?;
+        s.check(&expanded_for(chain, scale_b)?, &[input, output], 1)?;
     }
     Ok(())
 }

@@ -10,8 +10,56 @@ use smallvec::smallvec;
 use super::Conformance;
 use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node, Store};
 use crate::testing::kernels::{
-    binding, bits_of, data, edge_values, elementwise, load, node, product_buffers, DTYPES,
+    binary_2d, binding, bits_of, data, edge_values, elementwise, load, node, product_buffers,
+    DTYPES,
 };
+
+/// One-instruction scaling by a power of two, on a target that has it: every pair of edge
+/// values (NaN, ±inf, ±0, subnormals, fractional powers), on the vector path and, broadcast
+/// along an inner dim, in the scalar code that computes a loop's uniform values; then powers
+/// that take ordinary values into the subnormals and past the largest float, where the
+/// single rounding and the overflow show.
+fn scale_b(s: &mut Conformance<'_>) -> Result<(), String> {
+    for dt in [DType::F32, DType::F64] {
+        let scale = node(Node::ScaleB { x: 0, n: 1 }, dt);
+        product_case(s, format!("scaleb_{dt}"), &[dt, dt], vec![scale.clone()], 1)?;
+        let (n, buffers) = product_buffers(&[dt, dt], dt);
+        let mut uniform = binary_2d([n, 3], dt, (n, 0, [1, 0]), (n, 0, [1, 0]), BinaryOp::Add);
+        uniform.name = format!("scaleb_uniform_{dt}");
+        uniform.nodes[2] = scale.clone();
+        let out = vec![0xAB; buffers[0].len() * 3];
+        s.check_if_valid(&uniform, &[buffers[0].clone(), buffers[1].clone(), out], 1)?;
+        let count = 997;
+        let x = data(dt, count, 21);
+        // Powers from deep below the subnormals to past the overflow, fractional ones too.
+        let (low, span) = if dt == DType::F32 {
+            (-180.0, 440.0)
+        } else {
+            (-1130.0, 2300.0)
+        };
+        let powers: Vec<u8> = (0..count)
+            .flat_map(|i| {
+                let p: f64 = low + span * (i as f64 / count as f64) + (i % 3) as f64 * 0.25;
+                match dt {
+                    DType::F32 => (p as f32).to_le_bytes().to_vec(),
+                    _ => p.to_le_bytes().to_vec(),
+                }
+            })
+            .collect();
+        let k = elementwise(
+            &format!("scaleb_range_{dt}"),
+            count as u64,
+            &[dt, dt],
+            vec![scale],
+        );
+        s.check(
+            &k,
+            &[x, powers, vec![0xAB; count * dt.size_bytes() as usize]],
+            2,
+        )?;
+    }
+    Ok(())
+}
 
 /// Checks `extra` applied to loads of `inputs` over their edge-value product, if it validates.
 fn product_case(
@@ -251,6 +299,9 @@ pub(super) fn fma_bitcast(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
     for (from, to) in pairs {
         let cast = node(Node::Bitcast { x: 0 }, to);
         product_case(s, format!("bitcast_{from}_{to}"), &[from], vec![cast], 1)?;
+    }
+    if s.runner().target().has_scale_b() {
+        scale_b(s)?;
     }
     // The shapes the expansions build from these: the bits of a float, shifted by a constant
     // (0, inside the lane, the last bit, and out of range: 32 or 64, which stays scalar),

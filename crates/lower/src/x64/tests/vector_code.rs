@@ -192,6 +192,22 @@ fn zmm_loop_forms_decode_as_intended() {
             "vfmadd231pd zmm3,zmm18,[rsp+0x1C0]",
         ),
         (
+            Zins::rrr(zv::scalef(false), 5, 6, 7),
+            "vscalefps zmm5,zmm6,zmm7",
+        ),
+        (
+            Zins::rrr(zv::scalef(true), 20, 3, 31).ymm(),
+            "vscalefpd ymm20,ymm3,ymm31",
+        ),
+        (
+            Zins::rrr(zv::scalef_scalar(false), 0, 0, 1).scalar(),
+            "vscalefss xmm0,xmm0,xmm1",
+        ),
+        (
+            Zins::rrr(zv::scalef_scalar(true), 2, 9, 14).scalar(),
+            "vscalefsd xmm2,xmm9,xmm14",
+        ),
+        (
             Zins::rrr(zv::fmadd213(false), 9, 5, 19),
             "vfmadd213ps zmm9,zmm5,zmm19",
         ),
