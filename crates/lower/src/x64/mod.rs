@@ -208,9 +208,7 @@ impl Target for X64Target {
             Kernel::Loop(k) => {
                 kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0)
             }
-            Kernel::Contraction(k) => {
-                gemm::emit_contraction(ops, k, self.tier, options.reassociate)
-            }
+            Kernel::Contraction(k) => gemm::emit_contraction(ops, k, self.tier, options),
         })
     }
 }
