@@ -83,9 +83,12 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let uniform_size =
         (size == 4 || size == 8) && k.nodes.iter().all(|n| n.dtype.size_bytes() == size);
     let lines = ((LINE / size).max(1), ROWS);
-    // The target's block, or the largest halving of it (lines first, then rows) that the
-    // dims divide into, down to a line by [`ROWS`].
+    // The target's block (whatever its size), or the largest halving of it (lines first,
+    // then rows) that the dims divide into, down to a line by [`ROWS`].
     let mut asked = Vec::new();
+    if uniform_size {
+        asked.push(((block.line_bytes / size).max(1), block.run.max(1)));
+    }
     let mut line_bytes = block.line_bytes;
     while uniform_size && line_bytes > LINE {
         let mut run = block.run;
@@ -198,6 +201,18 @@ mod tests {
         assert_eq!(blocks(320), [64, 32]);
         // 96 = 3 · 32: lines of 32 f32 (128 bytes), 32 rows.
         assert_eq!(blocks(96), [32, 32]);
+        // A block the dims divide is taken as it is, however small.
+        let small = |n: u64, run: u64| {
+            let mut k = transpose(n);
+            let block = TransposeBlock {
+                line_bytes: 64,
+                run,
+            };
+            block_transposes(&mut k, block);
+            k.dims.as_slice()[2..].to_vec()
+        };
+        assert_eq!(small(96, 4), [16, 4]);
+        assert_eq!(small(96, 12), [16, 12]);
         // 48 = 3 · 16: not twice any halving of 32 rows or 128 bytes: a line by 8 rows.
         assert_eq!(blocks(48), [16, 8]);
     }
