@@ -86,7 +86,7 @@ pub(crate) fn emit_contraction(
     g.function()?;
     for (e, &label) in sched.epilogues.iter().zip(&labels) {
         a64!(g.ops; =>label);
-        super::kernel::emit_kernel(g.ops, &e.kernel)?;
+        super::kernel::emit_kernel(g.ops, &e.kernel, reassociate)?;
     }
     Ok(sched.worker_scratch)
 }

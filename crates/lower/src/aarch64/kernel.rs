@@ -62,10 +62,14 @@ pub(crate) struct Emitter<'a> {
 }
 
 /// Emits `k` at the assembler's current position.
-pub(crate) fn emit_kernel(ops: &mut Asm, k: &LoopKernel) -> Result<(), EmitError> {
+pub(crate) fn emit_kernel(
+    ops: &mut Asm,
+    k: &LoopKernel,
+    reassociate: bool,
+) -> Result<(), EmitError> {
     check_shape(k, NAME)?;
     let live = k.live_nodes();
-    let vplan = vector::plan(k, &live);
+    let vplan = vector::plan(k, &live, reassociate);
     let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), NAME)?;
     let mut e = Emitter {
         ops,
@@ -274,7 +278,7 @@ impl Emitter<'_> {
         if d == p {
             return self.emit_parallel_point();
         }
-        if d + 1 == p {
+        if d + 1 == p && self.k.reduction.is_none() {
             if let Some(plan) = self.vplan.take() {
                 let result = self.emit_vector_dim(d, &plan);
                 self.vplan = Some(plan);
@@ -307,6 +311,13 @@ impl Emitter<'_> {
 
     /// The reduction loops from dim `d` inwards; the innermost body combines.
     pub(crate) fn emit_reduction_dim(&mut self, d: usize) -> Result<(), EmitError> {
+        if d + 1 == self.k.dims.len() {
+            if let Some(plan) = self.vplan.take() {
+                let result = self.emit_vector_reduction_dim(d, &plan);
+                self.vplan = Some(plan);
+                return result;
+            }
+        }
         if d < self.k.dims.len() {
             return self.emit_loop(d, Self::emit_reduction_dim);
         }

@@ -10,10 +10,12 @@
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (FP/SIMD registers for floats, general
 //!   registers for integers and bools) covering every node and dtype;
 //! - `vector.rs` and `vector_ops.rs`: the NEON loop (4 × 32-bit or 2 × 64-bit lanes) for
-//!   contiguous elementwise kernels, followed by the scalar loop for the remaining points.
+//!   contiguous elementwise kernels, followed by the scalar loop for the remaining points;
+//!   `vector_reduce.rs`: the same for reductions along a contiguous innermost dim.
 //!
-//! Compared with x86-64's AVX2 path, NEON covers fewer kernels so far: no vector reductions
-//! (`vector_reduce.rs`), no vector converts or gathers, and shifts only by constants. Those
+//! Compared with x86-64's AVX2 path, NEON covers fewer kernels so far: no integer max/min or
+//! float product reductions, one accumulator per reduction (x86 unrolls short ones into
+//! several), no vector converts or gathers, and shifts only by constants. Those
 //! run on the scalar loops, which handle every node, so every kernel is covered and every
 //! result is bit-identical to the reference interpreter's. Floor, ceil and round are native (`frintm`,
 //! `frintp`, `frintn`); transcendentals, `pow` and float `rem` call the import table.
@@ -30,6 +32,7 @@ mod micro;
 mod scalar;
 mod vector;
 mod vector_ops;
+mod vector_reduce;
 
 #[cfg(test)]
 mod tests;
@@ -100,7 +103,7 @@ impl Target for A64Target {
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
-            Kernel::Loop(k) => kernel::emit_kernel(ops, k).map(|()| 0),
+            Kernel::Loop(k) => kernel::emit_kernel(ops, k, options.reassociate).map(|()| 0),
             Kernel::Contraction(k) => gemm::emit_contraction(ops, k, options.reassociate),
         })
     }

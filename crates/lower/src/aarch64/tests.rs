@@ -136,22 +136,33 @@ fn immediates_use_the_expected_encodings() {
     assert_eq!(words(|o| mul_imm(o, 0, 0)), [0xaa1f_03e0]);
 }
 
-/// The NEON plan takes contiguous elementwise kernels and leaves the rest scalar.
+/// The NEON plan takes contiguous elementwise kernels and reductions along a contiguous
+/// innermost dim whose combine gives the scalar loop's result, and leaves the rest scalar.
 #[test]
 fn contiguous_elementwise_kernels_are_vectorized() {
-    let planned = |k: &LoopKernel| {
+    use accy_ir::ReduceOp;
+    let planned_in = |k: &LoopKernel, reassociate: bool| {
         let live = k.live_nodes();
-        super::vector::plan(k, &live).is_some()
+        super::vector::plan(k, &live, reassociate).is_some()
     };
+    let planned = |k: &LoopKernel| planned_in(k, true);
     assert!(planned(&base()));
     let mut strided = base();
     strided.store.map = IndexMap::new(3, &[-1]);
     assert!(!planned(&strided));
-    let mut reduced = base();
-    reduced.reduction = Some(accy_ir::ReduceOp::Sum);
-    reduced.parallel_rank = 0;
-    reduced.store.map = IndexMap::new(0, &[]);
-    assert!(!planned(&reduced));
+    let reduced = |op, dtype| crate::testing::kernels::reduce_2d(op, dtype, 3, 20);
+    // A float sum only where it may be reassociated (default mode).
+    assert!(planned(&reduced(ReduceOp::Sum, DType::F32)));
+    assert!(!planned_in(&reduced(ReduceOp::Sum, DType::F32), false));
+    assert!(planned_in(&reduced(ReduceOp::Sum, DType::I64), false));
+    assert!(planned_in(&reduced(ReduceOp::Max, DType::F64), false));
+    assert!(planned(&reduced(ReduceOp::Prod, DType::I32)));
+    // No NEON combine gives these the scalar loop's bits: float products (reordering can
+    // overflow), 64-bit products, integer max/min (not among the NEON ops here), bools.
+    assert!(!planned(&reduced(ReduceOp::Prod, DType::F32)));
+    assert!(!planned(&reduced(ReduceOp::Prod, DType::I64)));
+    assert!(!planned(&reduced(ReduceOp::Min, DType::I32)));
+    assert!(!planned(&reduced(ReduceOp::Max, DType::Bool)));
     let (mut vectorized, mut total) = (0, 0);
     for seed in 0..2000u64 {
         if let Some((k, _)) = random_kernel(seed * 2) {
@@ -180,7 +191,7 @@ fn expanded_math_is_vectorized() {
                 vec![node(Node::Unary { op, x: 0 }, dtype)],
             );
             let k = expanded(k).expect("expands");
-            let plan = super::vector::plan(&k, &k.live_nodes());
+            let plan = super::vector::plan(&k, &k.live_nodes(), true);
             assert!(plan.is_some(), "{op} {dtype} stays scalar");
         }
     }

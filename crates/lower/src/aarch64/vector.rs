@@ -2,8 +2,10 @@
 //! (64-bit lanes) points per iteration in 128-bit `v` registers, then the scalar loop for the
 //! remaining points.
 //!
-//! A kernel qualifies ([`plan`]) when it has no reduction, stores contiguously along the
-//! innermost dim (stride 1), never loads from the binding it stores, and every live node has
+//! A kernel qualifies ([`plan`]) when it is elementwise, stores contiguously along the
+//! innermost dim (stride 1) and never loads from the binding it stores — or reduces along its
+//! innermost dim with a combine NEON gives the scalar loop's result for (`vector_reduce.rs`)
+//! — and every live node has
 //! a NEON form (`vector_ops.rs`) in one lane width (f32/i32 or f64/i64, with bools as
 //! all-ones/zero lane masks of that width): loads contiguous along the dim (stride 1) or
 //! constant along it (stride 0: evaluated by the scalar code once per run of the inner loop
@@ -20,12 +22,12 @@
 //! writes past a binding's end.
 
 use accy_artifact::DispatchState;
-use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
+use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 #[allow(
     unused_imports,
     reason = "dynasm! expansions need both traits in scope"
 )]
-use dynasmrt::{DynasmApi, DynasmLabelApi};
+use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{a64, gpr, ldr_slot, str_slot, Slot};
 use super::kernel::Emitter;
@@ -38,6 +40,8 @@ use crate::target::EmitError;
 const REGS: [u8; 20] = [
     16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 0, 1, 2, 3,
 ];
+/// The accumulator of a vectorized reduction (`vector_reduce.rs`), then not allocatable.
+pub(crate) const ACC_REG: u8 = 31;
 /// Where a slot-homed result is computed before it is stored.
 pub(crate) const DST_SCRATCH: u8 = 4;
 /// Where operands that live in slots are loaded, by operand position.
@@ -54,8 +58,10 @@ pub(crate) struct VectorPlan {
     pub uniform: Vec<bool>,
     /// Per node: for a shift by a constant, the amount (which then needs no vector).
     pub shift: Vec<Option<u32>>,
-    /// Number of frame vector slots the homes use.
+    /// Number of frame vector slots the homes (and the accumulator spill) use.
     pub slots: usize,
+    /// For a reduction: the slot the accumulator vector is spilled to, to combine its lanes.
+    pub acc_slot: Option<usize>,
 }
 
 impl VectorPlan {
@@ -130,15 +136,45 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, shift: bool) 
     }
 }
 
-/// The vector plan for `k`, or `None` if it stays scalar.
-pub(crate) fn plan(k: &LoopKernel, live: &[bool]) -> Option<VectorPlan> {
-    if k.reduction.is_some() || k.dims.is_empty() || k.parallel_rank as usize != k.dims.len() {
+/// Whether reduction `op` over `dtype` has a NEON combine that gives the scalar loop's
+/// result: wrapping integer sums and i32 products, float max/min (NaN-propagating, `-0 < +0`,
+/// so any order gives the same value), and float sums where `reassociate` (default mode)
+/// allows reordering them.
+fn vector_reduction(op: ReduceOp, dtype: DType, reassociate: bool) -> bool {
+    use DType::{F32, F64, I32, I64};
+    match op {
+        ReduceOp::Sum => matches!(dtype, I32 | I64) || (reassociate && matches!(dtype, F32 | F64)),
+        ReduceOp::Max | ReduceOp::Min => matches!(dtype, F32 | F64),
+        ReduceOp::Prod => dtype == I32,
+    }
+}
+
+/// The vector plan for `k`, or `None` if it stays scalar. An elementwise kernel is
+/// vectorized along its innermost dim, which it stores contiguously; a reduction whose
+/// innermost dim is reduced along that dim, each lane accumulating every `lanes`-th point
+/// (`vector_reduce.rs`). `reassociate` (default mode) allows float sums.
+pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<VectorPlan> {
+    let rank = k.dims.len();
+    if rank == 0 {
         return None;
     }
-    let d = k.dims.len() - 1;
-    if k.store.map.strides.get(d) != Some(&1) {
-        return None;
-    }
+    let d = rank - 1;
+    let reducing = match k.reduction {
+        None if k.parallel_rank as usize == rank => {
+            if k.store.map.strides.get(d) != Some(&1) {
+                return None;
+            }
+            false
+        }
+        Some(op) if (k.parallel_rank as usize) < rank => {
+            let dtype = k.nodes.get(k.result as usize)?.dtype;
+            if !vector_reduction(op, dtype, reassociate) {
+                return None;
+            }
+            true
+        }
+        _ => return None,
+    };
     let out = k.bindings.get(k.store.binding as usize)?.dtype;
     let wide = match out {
         DType::F32 | DType::I32 => false,
@@ -174,7 +210,9 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool]) -> Option<VectorPlan> {
         }
         match &kn.node {
             Node::Load { binding, map } => {
-                if *binding == k.store.binding {
+                // Elementwise, a point must not read a later point's store early; a
+                // reduction stores after the whole inner loop.
+                if *binding == k.store.binding && !reducing {
                     return None;
                 }
                 match map.strides.get(d) {
@@ -198,13 +236,23 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool]) -> Option<VectorPlan> {
             needs_vec[o as usize] = true;
         }
     }
-    let (home, slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &REGS);
+    let regs: Vec<u8> = REGS
+        .iter()
+        .copied()
+        .filter(|&r| !reducing || r != ACC_REG)
+        .collect();
+    let (home, mut slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &regs);
+    let acc_slot = reducing.then(|| {
+        slots += 1;
+        slots - 1
+    });
     Some(VectorPlan {
         wide,
         home,
         uniform,
         shift,
         slots,
+        acc_slot,
     })
 }
 
@@ -247,32 +295,52 @@ impl Emitter<'_> {
     /// points left over.
     pub(crate) fn emit_vector_dim(&mut self, d: usize, plan: &VectorPlan) -> Result<(), EmitError> {
         let lanes = plan.lanes();
-        let (top, check, tail) = (
-            self.ops.new_dynamic_label(),
-            self.ops.new_dynamic_label(),
-            self.ops.new_dynamic_label(),
-        );
-        self.emit_counter_start(d);
-        // An empty run has no point at which the uniform nodes may be read: skip it all.
-        self.emit_bound(d, gpr::X1);
-        ldr_slot(self.ops, Slot::X, gpr::X0, self.lay.counter[d]);
-        a64!(self.ops; cmp x0, x1 ; b.hs =>tail);
-        self.emit_broadcasts(plan)?;
+        let [top, check, tail] = self.emit_vector_run_start(d, plan)?;
         a64!(self.ops; b =>check ; =>top);
         self.emit_vector_body(plan)?;
         crate::aarch64::asm::add_slot(self.ops, self.lay.counter[d], lanes);
         self.emit_map_step(d, lanes);
+        self.emit_vector_loop_check(d, lanes, check, top);
+        a64!(self.ops; =>tail);
+        self.emit_counting_loop(d, Self::emit_dim)
+    }
+
+    /// The start of a run of dim `d`'s vector loop: the counter at its start, a jump to the
+    /// returned `tail` label (to be bound before the scalar loop) when the run is empty — it
+    /// then has no point at which the uniform nodes may be read — and the broadcasts. Returns
+    /// the labels `[top, check, tail]` for the loop to bind.
+    pub(crate) fn emit_vector_run_start(
+        &mut self,
+        d: usize,
+        plan: &VectorPlan,
+    ) -> Result<[DynamicLabel; 3], EmitError> {
+        let labels = [(); 3].map(|_| self.ops.new_dynamic_label());
+        self.emit_counter_start(d);
+        self.emit_bound(d, gpr::X1);
+        ldr_slot(self.ops, Slot::X, gpr::X0, self.lay.counter[d]);
+        a64!(self.ops; cmp x0, x1 ; b.hs =>labels[2]);
+        self.emit_broadcasts(plan)?;
+        Ok(labels)
+    }
+
+    /// Binds `check`: back to `top` while a whole vector of `lanes` points is left in dim `d`.
+    pub(crate) fn emit_vector_loop_check(
+        &mut self,
+        d: usize,
+        lanes: i64,
+        check: DynamicLabel,
+        top: DynamicLabel,
+    ) {
         a64!(self.ops; =>check);
         self.emit_bound(d, gpr::X1);
         ldr_slot(self.ops, Slot::X, gpr::X0, self.lay.counter[d]);
         let l = lanes as u32;
-        a64!(self.ops; add x0, x0, #l ; cmp x0, x1 ; b.ls =>top ; =>tail);
-        self.emit_counting_loop(d, Self::emit_dim)
+        a64!(self.ops; add x0, x0, #l ; cmp x0, x1 ; b.ls =>top);
     }
 
     /// Uniform nodes: evaluated by the scalar code at the loop's first point (their value is
     /// the same at every point of the run) and broadcast into their homes.
-    fn emit_broadcasts(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
+    pub(crate) fn emit_broadcasts(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         for i in 0..self.k.nodes.len() {
             if !self.live[i] || !plan.uniform[i] {
                 continue;
@@ -297,6 +365,17 @@ impl Emitter<'_> {
 
     /// One vector iteration: every non-uniform live node, then the store.
     fn emit_vector_body(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
+        self.emit_vector_nodes(plan)?;
+        let shift: u32 = if plan.wide { 3 } else { 2 };
+        let result = self.vsrc(plan, self.k.result, SRC_SCRATCH[0])?;
+        let b = self.k.store.binding * DispatchState::BINDING_STRIDE;
+        ldr_slot(self.ops, Slot::X, gpr::X0, self.lay.store_map);
+        a64!(self.ops; ldr x1, [x20, #b] ; add x1, x1, x0, lsl #shift ; str Q(result), [x1]);
+        Ok(())
+    }
+
+    /// Every non-uniform live node for one vector of points.
+    pub(crate) fn emit_vector_nodes(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         let shift: u32 = if plan.wide { 3 } else { 2 };
         for i in 0..self.k.nodes.len() {
             if !self.live[i] || plan.uniform[i] {
@@ -313,10 +392,6 @@ impl Emitter<'_> {
             }
             self.vfinish(plan, i, r);
         }
-        let result = self.vsrc(plan, self.k.result, SRC_SCRATCH[0])?;
-        let b = self.k.store.binding * DispatchState::BINDING_STRIDE;
-        ldr_slot(self.ops, Slot::X, gpr::X0, self.lay.store_map);
-        a64!(self.ops; ldr x1, [x20, #b] ; add x1, x1, x0, lsl #shift ; str Q(result), [x1]);
         Ok(())
     }
 }

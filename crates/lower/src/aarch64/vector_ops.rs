@@ -132,7 +132,7 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn emit_vector_binary(
+    pub(crate) fn emit_vector_binary(
         &mut self,
         op: BinaryOp,
         float: bool,

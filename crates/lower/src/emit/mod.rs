@@ -68,6 +68,24 @@ pub(crate) fn identity_bits(op: ReduceOp, dtype: DType) -> Option<u64> {
     reduce_identity(op, dtype).map(|s| s.to_bits())
 }
 
+/// What a vectorized reduction of the kernel's result needs, on every ISA: the op, the
+/// binary op that combines a vector into the accumulator lane by lane, and the identity the
+/// lanes start from. `None` when `k` does not reduce or `op` does not accept `dtype`.
+pub(crate) fn vector_reduction(
+    k: &LoopKernel,
+    dtype: DType,
+) -> Option<(ReduceOp, accy_ir::BinaryOp, u64)> {
+    use accy_ir::BinaryOp;
+    let op = k.reduction?;
+    let combine = match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
+    };
+    Some((op, combine, identity_bits(op, dtype)?))
+}
+
 /// Emits `kernels` one after another into one assembler with `emit_one` (which returns the
 /// bytes of worker scratch the kernel needs), committing each on its own so an assembler error
 /// names its kernel, and collects one entry per kernel.

@@ -13,7 +13,7 @@
 //! with a bound of `count · ε · Σ|terms|`. Folding an identity lane never changes the
 //! accumulator: a sum starting at +0 never holds -0, and `max(x, -inf) = x`.
 
-use accy_ir::{BinaryOp, ReduceOp};
+use accy_ir::BinaryOp;
 #[allow(
     unused_imports,
     reason = "dynasm! expansions need both traits in scope"
@@ -26,7 +26,7 @@ use super::evex_zmm::{zv, Zins};
 use super::kernel::Emitter;
 use super::vector::{VectorPlan, ACC_REG};
 use super::X64Tier;
-use crate::emit::identity_bits;
+use crate::emit::vector_reduction;
 use crate::target::EmitError;
 
 impl Emitter<'_> {
@@ -45,18 +45,11 @@ impl Emitter<'_> {
         d: usize,
         plan: &VectorPlan,
     ) -> Result<(), EmitError> {
-        let Some(op) = self.k.reduction else {
-            return Err(self.unsupported("a vector reduction without a reduction"));
-        };
         let dtype = self.dtype(self.k.result)?;
-        let (Some(identity), Some(acc_slot)) = (identity_bits(op, dtype), plan.acc_slot) else {
-            return Err(self.unsupported(format!("vector reduce {op} over {dtype}")));
-        };
-        let combine = match op {
-            ReduceOp::Sum => BinaryOp::Add,
-            ReduceOp::Prod => BinaryOp::Mul,
-            ReduceOp::Max => BinaryOp::Max,
-            ReduceOp::Min => BinaryOp::Min,
+        let (Some((op, combine, identity)), Some(acc_slot)) =
+            (vector_reduction(self.k, dtype), plan.acc_slot)
+        else {
+            return Err(self.unsupported(format!("a vector reduction over {dtype}")));
         };
         let (counter, acc) = (self.lay.counter[d], self.lay.acc);
         let lanes = plan.lanes();
