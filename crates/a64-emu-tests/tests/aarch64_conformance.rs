@@ -1,7 +1,8 @@
 //! The shared kernel conformance suite (`accy_lower::testing::conformance`) for the AArch64
 //! backend, every case run under the unicorn emulator (guard pages around every binding,
-//! callee-saved registers, `sp` and the return checked after every call), in exact mode: the
-//! backend never reassociates, so every result must match the interpreter bit for bit. The
+//! callee-saved registers, `sp` and the return checked after every call), in exact mode, where
+//! every result must match the interpreter bit for bit, and in default mode, where float sums
+//! (the NEON reduction loop) and contractions may be reassociated within their bounds. The
 //! same cases run natively on every x86-64 tier in `accy-lower`'s own tests.
 
 mod common;
@@ -16,8 +17,8 @@ accy_lower::conformance_tests!(
     600
 );
 
-// Default mode: the contraction microkernels fuse multiply and add (loop kernels never
-// reassociate on this backend, so the other groups check the same code again).
+// Default mode: the contraction microkernels fuse multiply and add, and float sum reductions
+// run on the NEON loop, one partial sum per lane.
 accy_lower::conformance_tests!(
     aarch64_neon_default,
     Some(EmulatorRunner::default()),
