@@ -270,6 +270,10 @@ pub(crate) mod zv {
     pub(crate) const fn fmadd231(wide: bool) -> Op {
         op(2, 1, wide, 0xB8)
     }
+    /// `vbroadcastss`/`sd zmm, m32`/`m64`: one element from memory into every lane.
+    pub(crate) const fn broadcast(wide: bool) -> Op {
+        op(2, 1, wide, if wide { 0x19 } else { 0x18 })
+    }
     /// `vscalefps`/`pd`: `reg = vvvv · 2^⌊rm⌋`, rounded once.
     pub(crate) const fn scalef(wide: bool) -> Op {
         op(2, 1, wide, 0x2C)

@@ -7,7 +7,11 @@
 //! |---|---|---|---|---|---|
 //! | SSE2 | xmm | 4 × 8 | 4 × 4 | xmm0–7 | 2 loads of B, 4 broadcasts, 8 mul + 8 add |
 //! | AVX2 | ymm | 6 × 16 | 6 × 8 | ymm0–11 | 2 loads of B, 6 broadcasts, 12 FMAs |
-//! | AVX-512 | zmm | 14 × 32 | 14 × 16 | zmm0–27 | 2 loads of B, 28 FMAs with broadcast operands |
+//! | AVX-512 | zmm | 14 × 32 | 14 × 16 | zmm0–27 | 2 loads of B, 14 broadcasts, 28 FMAs |
+//!
+//! A broadcast into a register, not an FMA with an embedded broadcast operand: the operand form
+//! loads A's element once per FMA, 30 loads per step of k where the load ports take 2 a cycle
+//! — more cycles than the 28 FMAs need; broadcasting once per row makes it 16.
 //!
 //! In exact mode (and always on SSE2, which has no FMA) each step is a rounded multiply into a
 //! temporary, then an add — the interpreter's `acc + a·b`, bit for bit; in default mode a fused
@@ -130,7 +134,7 @@ impl Micro {
         (self.mr * self.nv + j) as u8
     }
 
-    /// The broadcast register (SSE and AVX).
+    /// The register A's element is broadcast into.
     fn a(&self) -> u8 {
         (self.mr * self.nv + self.nv) as u8
     }
@@ -180,13 +184,20 @@ impl Micro {
             // moves the same bits.
             (Vx::Avx, false) => x64!(ops; vpbroadcastd Ry(a), DWORD [Rq(base) + disp]),
             (Vx::Avx, true) => x64!(ops; vbroadcastsd Ry(a), QWORD [Rq(base) + disp]),
-            (Vx::Zmm, _) => {}
+            (Vx::Zmm, wide) => {
+                let op = super::evex_zmm::zv::broadcast(wide);
+                let mem = super::evex_zmm::Zrm::Mem {
+                    base,
+                    index: None,
+                    disp,
+                };
+                super::evex_zmm::emit(ops, super::evex_zmm::Zins::new(op, a, 0, mem));
+            }
         }
     }
 
-    /// `acc += b · a` where `a` is the broadcast register, or (AVX-512) the element at
-    /// `[base + disp]` broadcast by the instruction itself.
-    fn step(&self, ops: &mut Asm, acc: u8, b: u8, base: u8, disp: i32) {
+    /// `acc += b · a` where `a` is the broadcast register.
+    fn step(&self, ops: &mut Asm, acc: u8, b: u8) {
         let a = self.a();
         let t = self.tmp();
         match (self.vx, self.wide, self.fma) {
@@ -205,17 +216,11 @@ impl Micro {
                 x64!(ops; vmulpd Ry(t), Ry(b), Ry(a) ; vaddpd Ry(acc), Ry(acc), Ry(t))
             }
             (Vx::Zmm, wide, fma) => {
-                let element = if wide { 8 } else { 4 };
-                let a = Rm::Mem {
-                    base,
-                    disp,
-                    broadcast: true,
-                    element,
-                };
+                let a = Rm::Reg(a);
                 if fma {
                     evex::emit_zmm(ops, zop::fmadd231(wide), acc, Some(b), a);
                 } else {
-                    // The product rounds into zmm`t` (zmm30 for a full tile), then the add.
+                    // The product rounds into zmm`t` (zmm31 for a full tile), then the add.
                     evex::emit_zmm(ops, zop::mul(wide), t, Some(b), a);
                     evex::emit_zmm(ops, zop::add(wide), acc, Some(acc), Rm::Reg(t));
                 }
@@ -298,7 +303,7 @@ impl Micro {
             let disp = a_at + i as i32 * lda;
             self.broadcast(ops, RSI, disp);
             for j in 0..self.nv {
-                self.step(ops, self.acc(i, j), self.b(j), RSI, disp);
+                self.step(ops, self.acc(i, j), self.b(j));
             }
         }
     }

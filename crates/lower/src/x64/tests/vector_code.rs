@@ -192,6 +192,14 @@ fn zmm_loop_forms_decode_as_intended() {
             "vfmadd231pd zmm3,zmm18,[rsp+0x1C0]",
         ),
         (
+            Zins::new(zv::broadcast(false), 30, 0, Zrm::rsp(0x44)),
+            "vbroadcastss zmm30,[rsp+0x44]",
+        ),
+        (
+            Zins::new(zv::broadcast(true), 7, 0, Zrm::rsp(8)),
+            "vbroadcastsd zmm7,[rsp+8]",
+        ),
+        (
             Zins::rrr(zv::scalef(false), 5, 6, 7),
             "vscalefps zmm5,zmm6,zmm7",
         ),
