@@ -14,9 +14,10 @@
 //! — more cycles than the 28 FMAs need; broadcasting once per row makes it 16.
 //!
 //! In exact mode (and always on SSE2, which has no FMA) each step is a rounded multiply into a
-//! temporary, then an add — the interpreter's `acc + a·b`, bit for bit; in default mode a fused
-//! multiply-add. Either way every accumulator sums its k terms in ascending order, one term
-//! per step.
+//! temporary, then an add — the interpreter's `acc + a·b`, bit for bit, every accumulator
+//! summing its k terms in ascending order; in default mode a fused multiply-add, and a panel
+//! of few rows spreads the steps of k over several sets of accumulators ([`Micro::sets`]),
+//! added at the end.
 //!
 //! Register use: `rsi` walks A (one row per `lda` bytes), `rdi` walks B, `rcx` counts k, `r15`
 //! points at the panel's columns of the row panel buffer. The AVX-512 forms are encoded by
@@ -127,6 +128,35 @@ impl Micro {
     /// The accumulator register of row `i`, vector `j`.
     fn acc(&self, i: u64, j: u64) -> u8 {
         (i * self.nv + j) as u8
+    }
+
+    /// How many sets of accumulators a panel of `rows` rows sums k into, round robin, in
+    /// default mode: a short panel has too few accumulators to hide the FMA's latency (a
+    /// 2-row AVX-512 panel waited 4 cycles per step of k on its 4 chains), so steps of k
+    /// alternate between sets, added together at the end — a split of k, which the default
+    /// mode's bound allows. Exact mode sums each output in ascending k: one set.
+    fn sets(&self, rows: u64) -> u64 {
+        if !self.fma || rows == 0 {
+            return 1;
+        }
+        let chains = (rows * self.nv).max(1);
+        IN_FLIGHT
+            .div_ceil(chains)
+            .min(self.mr / rows)
+            .clamp(1, UNROLL)
+    }
+
+    /// `acc += other`, lane by lane (a set of partial sums into the first).
+    fn add(&self, ops: &mut Asm, acc: u8, other: u8) {
+        match (self.vx, self.wide) {
+            (Vx::Sse, false) => x64!(ops; addps Rx(acc), Rx(other)),
+            (Vx::Sse, true) => x64!(ops; addpd Rx(acc), Rx(other)),
+            (Vx::Avx, false) => x64!(ops; vaddps Ry(acc), Ry(acc), Ry(other)),
+            (Vx::Avx, true) => x64!(ops; vaddpd Ry(acc), Ry(acc), Ry(other)),
+            (Vx::Zmm, wide) => {
+                evex::emit_zmm(ops, zop::add(wide), acc, Some(acc), Rm::Reg(other));
+            }
+        }
     }
 
     /// The register holding vector `j` of the current B row.
@@ -251,6 +281,8 @@ impl Micro {
         t_row: i32,
     ) {
         let vb = self.vbytes() as i32;
+        let sets = self.sets(rows);
+        let set_regs = (rows * self.nv) as u8;
         for i in 0..rows {
             for j in 0..self.nv {
                 match init {
@@ -258,6 +290,9 @@ impl Micro {
                     Init::Load => {
                         self.load(ops, self.acc(i, j), R15, i as i32 * t_row + j as i32 * vb)
                     }
+                }
+                for s in 1..sets as u8 {
+                    self.zero(ops, self.acc(i, j) + s * set_regs);
                 }
             }
         }
@@ -268,7 +303,8 @@ impl Micro {
             super::asm::mov_imm(ops, 1, iterations as i64);
             x64!(ops; =>top);
             for step in 0..UNROLL as i32 {
-                self.step_all(ops, rows, lda, step * ak, step * bk);
+                let set = step as u64 % sets;
+                self.step_all(ops, rows, lda, step * ak, step * bk, set);
             }
             x64!(ops
                 ; add rsi, UNROLL as i32 * ak
@@ -278,7 +314,15 @@ impl Micro {
             );
         }
         for step in 0..(k_len % UNROLL) as i32 {
-            self.step_all(ops, rows, lda, step * ak, step * bk);
+            let set = step as u64 % sets;
+            self.step_all(ops, rows, lda, step * ak, step * bk, set);
+        }
+        for i in 0..rows {
+            for j in 0..self.nv {
+                for s in 1..sets as u8 {
+                    self.add(ops, self.acc(i, j), self.acc(i, j) + s * set_regs);
+                }
+            }
         }
         for i in 0..rows {
             for j in 0..self.nv {
@@ -291,10 +335,15 @@ impl Micro {
 /// Steps of k per microkernel loop iteration.
 const UNROLL: u64 = 4;
 
+/// Independent FMAs that keep both FMA ports busy through the instruction's latency (4
+/// cycles × 2 ports on current x86 cores).
+const IN_FLIGHT: u64 = 8;
+
 impl Micro {
     /// One step of k: B's vectors at `rdi + b_at`, each row's A element at
-    /// `rsi + a_at + i · lda`, into every accumulator.
-    fn step_all(&self, ops: &mut Asm, rows: u64, lda: i32, a_at: i32, b_at: i32) {
+    /// `rsi + a_at + i · lda`, into every accumulator of set `set` (see [`Micro::sets`]).
+    fn step_all(&self, ops: &mut Asm, rows: u64, lda: i32, a_at: i32, b_at: i32, set: u64) {
+        let offset = (set * rows * self.nv) as u8;
         let vb = self.vbytes() as i32;
         for j in 0..self.nv {
             self.load(ops, self.b(j), RDI, b_at + j as i32 * vb);
@@ -303,7 +352,7 @@ impl Micro {
             let disp = a_at + i as i32 * lda;
             self.broadcast(ops, RSI, disp);
             for j in 0..self.nv {
-                self.step(ops, self.acc(i, j), self.b(j));
+                self.step(ops, self.acc(i, j) + offset, self.b(j));
             }
         }
     }
