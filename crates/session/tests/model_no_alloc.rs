@@ -14,6 +14,13 @@ use accy_session::Error;
 use common::{mlp_model, values};
 
 fn main() {
+    // A panic on any thread ends the run as a failure: a caller thread that panicked before a
+    // barrier would otherwise leave the others waiting forever, and no harness would notice.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::exit(101);
+    }));
     runs_allocate_nothing_after_warm_up();
     // Without the harness nothing else reports the test; a failed write changes nothing.
     let _ = writeln!(

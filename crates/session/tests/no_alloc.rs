@@ -13,6 +13,13 @@ use accy_session::{Scratch, Session};
 const WARM_UP: usize = 20;
 
 fn main() {
+    // A panic on any thread ends the run as a failure: a caller thread that panicked before a
+    // barrier would otherwise leave the others waiting forever, and no harness would notice.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::exit(101);
+    }));
     for threads in [1, 2] {
         invoke_allocates_nothing_after_warm_up_with(threads, 8);
         // Rows enough for the kernels to be split into workgroups that run on the pool.
