@@ -262,6 +262,26 @@ fn refusals_name_the_node_and_what_is_missing() {
         e.message.contains("axis 3 is out of range for rank 1"),
         "{e}"
     );
+
+    // A Slice with more starts than its input has axes, and no axes input (found by the
+    // `onnx` fuzz target: it indexed past the input's dims).
+    let slice = model(
+        18,
+        vec![node("Slice", &["x", "s", "e"], &["y"], vec![])],
+        vec![value_info("x", F32, &[Some(2)])],
+        vec![value_info("y", F32, &[Some(1)])],
+        vec![
+            int64_initializer("s", &[0, 0]),
+            int64_initializer("e", &[1, 1]),
+        ],
+    );
+    let e = import(&slice, &ImportOptions::default()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(
+        e.message
+            .contains("2 starts without axes for an input of rank 1"),
+        "{e}"
+    );
 }
 
 #[test]

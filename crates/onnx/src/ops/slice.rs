@@ -46,7 +46,14 @@ pub(super) fn slice(em: &mut Emitter, node: &Node) -> NodeResult<Vec<Val>> {
     let ends = node.const_ints(em, 2, "ends")?.unwrap_or_default();
     let axes = match node.const_ints(em, 3, "axes")? {
         Some(a) => norm_axes(&a, rank)?,
-        None => (0..starts.len()).collect(),
+        // Without axes, starts[i] is for axis i: there must be no more than the input has.
+        None if starts.len() <= rank => (0..starts.len()).collect(),
+        None => {
+            return invalid(format!(
+                "{} starts without axes for an input of rank {rank}",
+                starts.len()
+            ))
+        }
     };
     let steps = node
         .const_ints(em, 4, "steps")?
