@@ -170,44 +170,48 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_vconvert(from, n.dtype, w, a, dst)?;
             }
-            Node::Fma { a, b, c } if self.fma_factor_in_dst(plan, dst, a, b, c).is_some() => {
-                // The destination took over a factor's register (`reuse_hints`): multiply
-                // into it.
-                let other = self.fma_factor_in_dst(plan, dst, a, b, c).unwrap_or(b);
-                let o = self.vsrc(plan, other, 1)?;
-                let addend = self.vsrc(plan, c, 2)?;
-                self.ops.extend(super::vex::vfmadd213(dst, o, addend, w));
-            }
             Node::Fma { a, b, c } => {
-                // A factor that lives in a slot is read as the memory operand; otherwise both
-                // come from registers.
-                enum Second {
-                    Reg(u8),
-                    Frame(i32),
-                }
-                let in_slot = |id: u32| match plan.home.get(id as usize) {
-                    Some(Home::Slot(s)) => Some(self.lay.vec_slot(*s)),
-                    _ => None,
-                };
-                let (first, second) = match (in_slot(a), in_slot(b)) {
-                    (_, Some(at)) => (a, Second::Frame(at)),
-                    (Some(at), None) => (b, Second::Frame(at)),
-                    (None, None) => (a, Second::Reg(self.vsrc(plan, b, 1)?)),
-                };
-                let r = self.vsrc(plan, first, 0)?;
-                // vfmadd231 accumulates into its destination: start it from c (loaded straight
-                // into it when c lives in a slot, as the constants of a polynomial do), unless
-                // the destination is a factor's register (a scratch register shared with a
-                // spilled operand), then go through ymm3.
-                let clobbers = matches!(second, Second::Reg(rb) if rb == dst);
-                let acc = if dst == r || clobbers { 3 } else { dst };
-                self.vsrc_into(plan, c, acc)?;
-                match second {
-                    Second::Reg(rb) => self.ops.extend(super::vex::vfmadd231(acc, r, rb, w, true)),
-                    Second::Frame(at) => self.ops.extend(super::vex::vfmadd231_rsp(acc, r, at, w)),
-                }
-                if acc != dst {
-                    x64!(self.ops; vmovaps Ry(dst), Ry(acc));
+                if let Some(other) = self.fma_factor_in_dst(plan, dst, a, b, c) {
+                    // The destination took over a factor's register (`reuse_hints`): multiply
+                    // into it.
+                    let o = self.vsrc(plan, other, 1)?;
+                    let addend = self.vsrc(plan, c, 2)?;
+                    self.ops.extend(super::vex::vfmadd213(dst, o, addend, w));
+                } else {
+                    // A factor that lives in a slot is read as the memory operand; otherwise both
+                    // come from registers.
+                    enum Second {
+                        Reg(u8),
+                        Frame(i32),
+                    }
+                    let in_slot = |id: u32| match plan.home.get(id as usize) {
+                        Some(Home::Slot(s)) => Some(self.lay.vec_slot(*s)),
+                        _ => None,
+                    };
+                    let (first, second) = match (in_slot(a), in_slot(b)) {
+                        (_, Some(at)) => (a, Second::Frame(at)),
+                        (Some(at), None) => (b, Second::Frame(at)),
+                        (None, None) => (a, Second::Reg(self.vsrc(plan, b, 1)?)),
+                    };
+                    let r = self.vsrc(plan, first, 0)?;
+                    // vfmadd231 accumulates into its destination: start it from c (loaded straight
+                    // into it when c lives in a slot, as the constants of a polynomial do), unless
+                    // the destination is a factor's register (a scratch register shared with a
+                    // spilled operand), then go through ymm3.
+                    let clobbers = matches!(second, Second::Reg(rb) if rb == dst);
+                    let acc = if dst == r || clobbers { 3 } else { dst };
+                    self.vsrc_into(plan, c, acc)?;
+                    match second {
+                        Second::Reg(rb) => {
+                            self.ops.extend(super::vex::vfmadd231(acc, r, rb, w, true))
+                        }
+                        Second::Frame(at) => {
+                            self.ops.extend(super::vex::vfmadd231_rsp(acc, r, at, w))
+                        }
+                    }
+                    if acc != dst {
+                        x64!(self.ops; vmovaps Ry(dst), Ry(acc));
+                    }
                 }
             }
             Node::ScaleB { x, n: e } => {

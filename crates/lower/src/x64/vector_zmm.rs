@@ -227,33 +227,33 @@ impl Emitter<'_> {
                 let a = self.vsrc(plan, x, 0)?;
                 self.emit_zconvert(from, n.dtype, w, a, dst)?;
             }
-            Node::Fma { a, b, c } if self.fma_factor_in_dst(plan, dst, a, b, c).is_some() => {
-                // The destination took over a factor's register (`reuse_hints`): multiply
-                // into it.
-                let other = self.fma_factor_in_dst(plan, dst, a, b, c).unwrap_or(b);
-                let o = self.vsrc(plan, other, 1)?;
-                let addend = self.vsrc(plan, c, 2)?;
-                self.z(Zins::rrr(zv::fmadd213(w), dst, o, addend));
-            }
             Node::Fma { a, b, c } => {
-                // As on AVX2: a factor in a slot is the memory operand, the accumulator
-                // starts from c, through zmm3 when the destination is a factor's register.
-                let in_slot = |e: &Self, id: u32| match plan.home.get(id as usize) {
-                    Some(Home::Slot(s)) => Some(e.vslot(plan, *s)),
-                    _ => None,
-                };
-                let (first, second) = match (in_slot(self, a), in_slot(self, b)) {
-                    (_, Some(at)) => (a, Zrm::rsp(at)),
-                    (Some(at), None) => (b, Zrm::rsp(at)),
-                    (None, None) => (a, Zrm::Reg(self.vsrc(plan, b, 1)?)),
-                };
-                let r = self.vsrc(plan, first, 0)?;
-                let clobbers = second == Zrm::Reg(dst);
-                let acc = if dst == r || clobbers { 3 } else { dst };
-                self.vsrc_into(plan, c, acc)?;
-                self.z(Zins::new(zv::fmadd231(w), acc, r, second));
-                if acc != dst {
-                    self.z(Zins::rrr(zv::mov(w), dst, 0, acc));
+                if let Some(other) = self.fma_factor_in_dst(plan, dst, a, b, c) {
+                    // The destination took over a factor's register (`reuse_hints`): multiply
+                    // into it.
+                    let o = self.vsrc(plan, other, 1)?;
+                    let addend = self.vsrc(plan, c, 2)?;
+                    self.z(Zins::rrr(zv::fmadd213(w), dst, o, addend));
+                } else {
+                    // As on AVX2: a factor in a slot is the memory operand, the accumulator
+                    // starts from c, through zmm3 when the destination is a factor's register.
+                    let in_slot = |e: &Self, id: u32| match plan.home.get(id as usize) {
+                        Some(Home::Slot(s)) => Some(e.vslot(plan, *s)),
+                        _ => None,
+                    };
+                    let (first, second) = match (in_slot(self, a), in_slot(self, b)) {
+                        (_, Some(at)) => (a, Zrm::rsp(at)),
+                        (Some(at), None) => (b, Zrm::rsp(at)),
+                        (None, None) => (a, Zrm::Reg(self.vsrc(plan, b, 1)?)),
+                    };
+                    let r = self.vsrc(plan, first, 0)?;
+                    let clobbers = second == Zrm::Reg(dst);
+                    let acc = if dst == r || clobbers { 3 } else { dst };
+                    self.vsrc_into(plan, c, acc)?;
+                    self.z(Zins::new(zv::fmadd231(w), acc, r, second));
+                    if acc != dst {
+                        self.z(Zins::rrr(zv::mov(w), dst, 0, acc));
+                    }
                 }
             }
             Node::ScaleB { x, n: e } => {
