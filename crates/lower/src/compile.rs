@@ -30,6 +30,10 @@ pub struct Options {
     /// The contraction register tiles `(rows, columns)` for f32 and f64; [`compile`] sets them
     /// from the target ([`Target::micro_tile`]).
     pub micro_tiles: [(u64, u64); 2],
+    /// Whether the target's contraction code blocks k ([`Target::blocks_k`]); [`compile`]
+    /// sets it from the target. The planner then walks long contractions in blocks of k
+    /// (`plan/contract.rs`); without it every tile runs the whole of k at once.
+    pub blocks_k: bool,
     /// Whether the target has a fused multiply-add; [`compile`] sets it from the target
     /// ([`Target::has_fma`]). In default mode ([`Options::reassociate`]) it lets transcendentals
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
@@ -65,6 +69,7 @@ impl Default for Options {
                 l2: 512 << 10,
             },
             micro_tiles: [(6, 16), (6, 8)],
+            blocks_k: false,
             fma: false,
             scale_b: false,
             transpose_block: crate::plan::blocking::LINE_BY_ROWS,
@@ -120,6 +125,7 @@ impl Options {
     /// These options with the register tiles, FMA and scaling flags of `target`.
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
+        self.blocks_k = target.blocks_k();
         self.fma = target.has_fma();
         self.scale_b = target.has_scale_b();
         self.transpose_block = target.transpose_block();

@@ -35,6 +35,13 @@ pub trait Target: Send + Sync + std::fmt::Debug {
     /// and panels the right operand to its width (see `crate::emit::contraction`).
     fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64);
 
+    /// Whether this target's contraction code walks k in blocks of the kernel's `tile_k`,
+    /// outermost in each tile (see `crate::emit::contraction`): the planner then sizes tiles
+    /// for that order, and gives other targets `tile_k = k`. The default is `false`.
+    fn blocks_k(&self) -> bool {
+        false
+    }
+
     /// Whether this target's code may use a fused multiply-add instruction everywhere (the
     /// vector paths and scalar code). In default mode [`crate::compile()`] then expands
     /// transcendentals into node sequences built on `Fma` (see `crate::math`); without one

@@ -2,19 +2,35 @@
 //! the epilogue loop kernels it calls. Only instruction selection is left to the ISA folders
 //! (`x64/gemm.rs`, `aarch64/gemm.rs`).
 //!
-//! One workgroup computes one tile of one batch (see the kernel's semantics):
+//! One workgroup computes one tile of one batch. When k fits one block (`tile_k ≥ k`):
 //!
 //! ```text
 //! for each row panel of the tile (mr rows; the tile's last panel may have fewer, `rem` rows):
-//!     for each block of k (`tile_k` steps):
-//!         copy the panel's block of A into worker scratch, when the schedule says (`PackA`)
-//!         for each column panel of the tile (nr columns):
-//!             microkernel: acc[mr][nr] (= 0, or reloaded from T after the first block)
-//!                 += Σ_k A[m.., k] · B[k, n..]                       (registers)
-//!             store acc into row panel buffer T[mr][t_ld] at the panel's columns
+//!     copy the panel's rows of A into worker scratch, when the schedule says (`PackA`)
+//!     for each column panel of the tile (nr columns):
+//!         microkernel: acc[mr][nr] = Σ_k A[m.., k] · B[k, n..]       (registers)
+//!         store acc into the buffer T[mr][t_ld] at the panel's columns
 //!     call the epilogue kernel for (rows, cols) on T: evaluate the epilogue at every element of
 //!         the row panel and store it into the output — once
 //! ```
+//!
+//! When k takes several blocks, they are the outermost loop, and T holds the whole tile
+//! (`T[tile_m][t_ld]`, [`Schedule::t_rows`]): one block of B's panels is then reused by every
+//! row panel of the tile while it stays in the L2 cache, and the tile's partial sums wait in
+//! T between blocks:
+//!
+//! ```text
+//! for each block of k (`tile_k` steps):
+//!     for each row panel of the tile:
+//!         copy the panel's block of A into worker scratch, when the schedule says (`PackA`)
+//!         for each column panel of the tile:
+//!             microkernel: acc = (0 for the first block, else T's panel)
+//!                 + Σ_k in block A[m.., k] · B[k, n..]; store acc into T's panel
+//!         after the last block: call the epilogue kernel for the row panel's rows of T
+//! ```
+//!
+//! Each output element still sums its k terms in ascending order, block after block, so both
+//! orders give the same bits in exact mode.
 //!
 //! Column panels are always whole: the planner gives a panelled right operand (zero-padded
 //! past `n`) unless every tile is a multiple of `nr` columns wide, so microkernels never need a
@@ -66,7 +82,7 @@ use crate::target::EmitError;
 /// buffer `T`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Reloc {
-    /// The row panel buffer at the start of the worker's scratch.
+    /// The current row panel's rows of the buffer `T` (which starts the worker's scratch).
     Tile,
     /// A binding of the contraction, at the element of the panel's origin.
     At {
@@ -106,7 +122,10 @@ pub(crate) struct Schedule {
     pub rem: u64,
     /// Row panel buffer stride, in elements: the tile's width rounded up to `nr`.
     pub t_ld: u64,
-    /// Bytes of worker scratch the kernel needs (the row panel buffer).
+    /// Rows of the buffer `T`: `mr` (one row panel at a time) when k fits one block, else the
+    /// tile's `tile_m` (see the module documentation).
+    pub t_rows: u64,
+    /// Bytes of worker scratch the kernel needs (the buffer `T`, then A's copy).
     pub worker_scratch: u64,
     /// Tiles along m and n of one batch.
     pub tiles: (u64, u64),
@@ -176,7 +195,8 @@ pub(crate) fn schedule(
     let rem = k.m % mr;
     let t_ld = k.tile_n;
     let size = k.dtype.size_bytes();
-    let t_bytes = mr
+    let t_rows = if k.tile_k < k.k { k.tile_m } else { mr };
+    let t_bytes = t_rows
         .checked_mul(t_ld)
         .and_then(|e| e.checked_mul(size))
         .ok_or_else(|| bad("a row panel buffer beyond u64".into()))?;
@@ -228,6 +248,7 @@ pub(crate) fn schedule(
         nr,
         rem,
         t_ld,
+        t_rows,
         worker_scratch,
         tiles: (tiles_m, tiles_n),
         last_cols,

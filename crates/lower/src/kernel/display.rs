@@ -134,20 +134,17 @@ impl fmt::Display for ContractionKernel {
     /// operands (maps over `(i0, i1, i2)` = `(b, m, k)` and `(b, k, n)`), the epilogue nodes
     /// and the store (over `(b, m, n)`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
-            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, k blocks of {}, {} workgroups",
-            self.name,
-            self.batch,
-            self.m,
-            self.n,
-            self.k,
-            self.dtype,
-            self.tile_m,
-            self.tile_n,
-            self.tile_k,
-            self.workgroups()
+            "kernel `{}`: contraction {} x [{}x{}] (k {}) {}, tile {}x{}, ",
+            self.name, self.batch, self.m, self.n, self.k, self.dtype, self.tile_m, self.tile_n,
         )?;
+        if self.tile_k < self.k {
+            write!(f, "k blocks of {} outermost", self.tile_k)?;
+        } else {
+            f.write_str("k in one block")?;
+        }
+        writeln!(f, ", {} workgroups", self.workgroups())?;
         for (b, binding) in self.bindings.iter().enumerate() {
             writeln!(
                 f,

@@ -13,13 +13,17 @@
 //! `SlotRole::Derived`, identified by the source and a layout string), never on a run; so it is
 //! packed unless small, whatever the number of rows.
 //!
-//! Tiles: a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so
-//! the rows of the tile reuse it from there, and k is walked in blocks short enough that a
-//! microkernel call's part of A and B fit in half the L1 cache, so A's stays there while every
-//! column panel reuses it (`tile_k`); rows
-//! are then split until there are enough tiles
-//! for the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The grid depends on the program,
-//! the target's register tile and the cache sizes in [`crate::Options`] — never on the thread
+//! Tiles: k is walked in blocks short enough that a microkernel call's part of A and B fit in
+//! half the L1 cache, so A's stays there while every column panel reuses it (`tile_k`), on
+//! targets whose contraction code blocks k ([`crate::Options::blocks_k`]). When k fits one
+//! block, a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so the
+//! rows of the tile reuse it from there; rows are then split until there are enough tiles for
+//! the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). When k takes several blocks, the
+//! emitter walks them outermost in the tile, keeping the tile's partial sums in a buffer, so a
+//! tile's columns are bounded by one block of k instead of all of it: wide tiles, whose copy of
+//! A serves many column panels, and A read from memory a few times instead of once per narrow
+//! tile (`k_outer_tile`). The grid depends on the program, the target's register tile and the
+//! cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads.
 
 use accy_artifact::{Access, DerivedSource, Slot, SlotRole};
@@ -37,6 +41,11 @@ pub(crate) const TILE_FLOPS: u64 = 1 << 21;
 
 /// The most workgroups one contraction dispatch gets.
 pub(crate) const MAX_TILES: u64 = 64;
+
+/// The fewest workgroups a contraction whose k is blocked is split into when its work allows
+/// ([`TILE_FLOPS`] each): enough to share among a few threads with a thread that loses its
+/// core holding up one tile of many; its tiles are otherwise as large as the caches allow.
+pub(crate) const K_OUTER_MIN_TILES: u64 = 16;
 
 /// A dot's operand in the kernel's terms: a buffer and its map over three grouped dims.
 struct Grouped {
@@ -308,7 +317,12 @@ impl<'p> Planner<'p> {
         let (mr, nr) = self.options.micro_tile(dtype);
         let dst = self.destination(v)?;
         let size = dtype.size_bytes();
-        let (tile_m, tile_n) = self.tile(dtype, [batch, m, n, k], (mr, nr));
+        let tile_k = self.tile_k(dtype, k, (mr, nr));
+        let (tile_m, tile_n) = if tile_k < k {
+            self.k_outer_tile(dtype, [batch, m, n, k], tile_k, (mr, nr))
+        } else {
+            self.tile(dtype, [batch, m, n, k], (mr, nr))
+        };
         // Read B in place when its columns are unit-stride, whole panels, and it is small or
         // reused by few rows; else pack it.
         let unit = b.map.strides.get(2) == Some(&1) || n <= 1;
@@ -391,7 +405,7 @@ impl<'p> Planner<'p> {
             bindings,
             tile_m,
             tile_n,
-            tile_k: self.tile_k(dtype, k, (mr, nr)),
+            tile_k,
         };
         if batch * m * n > 0 {
             // Emitted when something reads the result: it may fuse as the epilogue.
@@ -412,8 +426,12 @@ impl<'p> Planner<'p> {
     /// enough that what one microkernel call touches — its block of A (`mr × tile_k`, reused
     /// by the next column panel) and of B (`tile_k × nr`, streamed) — takes half the L1 cache,
     /// so streaming B does not evict A; `k` itself when that fits, else `k` split into equal
-    /// blocks (multiples of 8).
+    /// blocks (multiples of 8). A target whose contraction code does not block k
+    /// ([`crate::Options::blocks_k`]) gets `k`.
     fn tile_k(&self, dtype: DType, k: u64, (mr, nr): (u64, u64)) -> u64 {
+        if !self.options.blocks_k {
+            return k.max(1);
+        }
         let fit = (self.options.caches.l1d / 2 / ((mr + nr).max(1) * dtype.size_bytes())).max(64);
         if k <= fit {
             return k.max(1);
@@ -422,29 +440,77 @@ impl<'p> Planner<'p> {
         k.div_ceil(blocks).next_multiple_of(8)
     }
 
+    /// The tile of a contraction of `[batch, m, n]` whose k is walked in blocks of `tile_k`,
+    /// outermost in the tile (see the module documentation): a block of B's panels
+    /// (`tile_k × tile_n`) and the tile's partial sums (`tile_m × tile_n`, the emitter's tile
+    /// buffer) take a quarter of the L2 cache each, so both stay there while the tile's row
+    /// panels reuse the one and every block of k the other. The tile is as wide as that
+    /// allows, since each row panel's copy of A serves every column panel of it; rows are
+    /// split further, then columns, only while there are fewer than [`K_OUTER_MIN_TILES`]
+    /// (and fewer than the work asks for, [`TILE_FLOPS`] each).
+    fn k_outer_tile(
+        &self,
+        dtype: DType,
+        [batch, m, n, k]: [u64; 4],
+        tile_k: u64,
+        (mr, nr): (u64, u64),
+    ) -> (u64, u64) {
+        let size = dtype.size_bytes();
+        let quarter_l2 = self.options.caches.l2 / 4;
+        let (mr, nr) = (mr.max(1), nr.max(1));
+        let n_max = n.div_ceil(nr).max(1) * nr;
+        let mut tile_n = (quarter_l2 / (tile_k.max(1) * size) / nr * nr).clamp(nr, n_max);
+        let m_panels = m.div_ceil(mr).max(1);
+        let rows = (quarter_l2 / (tile_n * size) / mr).clamp(1, m_panels);
+        let want = tiles_wanted([batch, m, n, k], K_OUTER_MIN_TILES);
+        let batch = batch.max(1);
+        let mut tiles_m = m_panels.div_ceil(rows);
+        let tiles_n = n.div_ceil(tile_n).max(1);
+        if batch * tiles_m * tiles_n < want {
+            tiles_m = want.div_ceil(batch * tiles_n).min(m_panels);
+        }
+        let tile_m = m_panels.div_ceil(tiles_m) * mr;
+        tile_n = narrowed([batch, m, n], tile_m, tile_n, nr, want);
+        (tile_m, tile_n)
+    }
+
     /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile (see the
     /// module documentation).
     fn tile(&self, dtype: DType, [batch, m, n, k]: [u64; 4], (mr, nr): (u64, u64)) -> (u64, u64) {
         let size = dtype.size_bytes();
         let half_l2 = self.options.caches.l2 / 2;
         let n_max = n.div_ceil(nr).max(1) * nr;
-        let mut tile_n = (half_l2 / (k.max(1) * size) / nr * nr).clamp(nr, n_max);
-        let flops = 2u64
-            .saturating_mul(batch)
-            .saturating_mul(m)
-            .saturating_mul(n)
-            .saturating_mul(k);
-        let want = (flops / TILE_FLOPS).clamp(1, MAX_TILES);
+        let tile_n = (half_l2 / (k.max(1) * size) / nr * nr).clamp(nr, n_max);
+        let want = tiles_wanted([batch, m, n, k], MAX_TILES);
         let m_panels = m.div_ceil(mr).max(1);
         let tiles_n = n.div_ceil(tile_n).max(1);
         let tiles_m = want.div_ceil(batch.max(1) * tiles_n).clamp(1, m_panels);
         let tile_m = m.div_ceil(tiles_m).div_ceil(mr).max(1) * mr;
         // Too few tiles yet (few rows): split the columns further.
-        let have = batch.max(1) * m.div_ceil(tile_m).max(1) * tiles_n;
-        if have < want {
-            let cols = want.div_ceil(batch.max(1) * m.div_ceil(tile_m).max(1));
-            tile_n = (n.div_ceil(cols).div_ceil(nr) * nr).clamp(nr, n_max);
-        }
+        let tile_n = narrowed([batch, m, n], tile_m, tile_n, nr, want);
         (tile_m, tile_n)
     }
+}
+
+/// How many tiles the work of a contraction of `[batch, m, n, k]` asks for: [`TILE_FLOPS`]
+/// each, from 1 to `most`.
+fn tiles_wanted([batch, m, n, k]: [u64; 4], most: u64) -> u64 {
+    let flops = 2u64
+        .saturating_mul(batch)
+        .saturating_mul(m)
+        .saturating_mul(n)
+        .saturating_mul(k);
+    (flops / TILE_FLOPS).clamp(1, most)
+}
+
+/// `tile_n`, or narrower (a multiple of `nr`) when `tile_m`-row tiles of `[batch, m, n]` are
+/// fewer than `want`: split the columns until they are not.
+fn narrowed([batch, m, n]: [u64; 3], tile_m: u64, tile_n: u64, nr: u64, want: u64) -> u64 {
+    let row_tiles = batch.max(1) * m.div_ceil(tile_m.max(1)).max(1);
+    if row_tiles * n.div_ceil(tile_n.max(1)).max(1) >= want {
+        return tile_n;
+    }
+    let n_max = n.div_ceil(nr).max(1) * nr;
+    let cols = want.div_ceil(row_tiles);
+    (n.div_ceil(cols).div_ceil(nr) * nr).clamp(nr, n_max)
 }

@@ -7,14 +7,15 @@
 //! push rbx, rbp, r12–r15 ; sub rsp, frame               rsp is 16-byte aligned from here on
 //! ABI version, workgroup < count, worker < worker_count, worker scratch stride, binding count
 //!   and lengths                                          -> the ABI's mismatch statuses
-//! rbx = state ; r14 = this worker's row panel buffer
+//! rbx = state ; r14 = this worker's scratch: the buffer T, then A's copy
 //! workgroup -> (b, tile row, tile column) -> m0, n0, rows, cols (frame)
-//! for each full row panel, then the partial one:
-//!     r12 = A at (b, m, 0)
-//!     for each block of k (tile_k steps; the first starts the sums at 0, the others reload
-//!     them from the buffer):
-//!         for each column panel: rdi = B panel, r15 = its columns in the buffer ; microkernel
-//!     vzeroupper ; call the epilogue kernel for (rows, cols) with bindings at the panel origin
+//! for each block of k (tile_k steps; the first starts the sums at 0, the others reload them
+//! from T; one block when k fits):
+//!     for each full row panel, then the partial one:
+//!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA)
+//!         for each column panel: rdi = B panel, r15 = its columns in T ; microkernel
+//!         after the last block: vzeroupper ; call the epilogue kernel for (rows, cols) with
+//!             bindings at the panel origin
 //! return its status, or KERNEL_OK
 //! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call
 //! ```
@@ -43,8 +44,10 @@ use crate::target::EmitError;
 /// The current block of k, in the loop over the middle blocks (after the shared frame slots,
 /// `frame`; offsets from rsp).
 const K_BLOCK: i32 = SLOTS_END;
+/// The address of the current row panel's rows in the buffer `T`.
+const T_ROW: i32 = K_BLOCK + 8;
 /// Frame size: the slots, rounded so that rsp is 16-byte aligned after six pushes.
-const FRAME: i32 = (K_BLOCK + 8 + 15) / 16 * 16 + 8;
+const FRAME: i32 = (T_ROW + 8 + 15) / 16 * 16 + 8;
 
 const R12: u8 = 12;
 
@@ -127,8 +130,8 @@ impl Gemm<'_> {
     }
 
     fn function(&mut self) -> Result<(), EmitError> {
-        let [mismatch, bad_bindings, bad_worker, done, exit] =
-            [(); 5].map(|_| self.ops.new_dynamic_label());
+        let [mismatch, bad_bindings, bad_worker, exit] =
+            [(); 4].map(|_| self.ops.new_dynamic_label());
         x64!(self.ops
             ; push rbx ; push rbp ; push r12 ; push r13 ; push r14 ; push r15
             ; sub rsp, FRAME
@@ -166,9 +169,8 @@ impl Gemm<'_> {
         );
         self.tile()?;
         self.epilogue_state();
-        self.row_panels(done)?;
+        self.k_blocks()?;
         x64!(self.ops
-            ; =>done
             ; xor eax, eax
             ; jmp =>exit
             ; =>bad_bindings
@@ -243,10 +245,47 @@ impl Gemm<'_> {
         );
     }
 
-    /// Every full row panel of the tile, then the partial one if the tile has it.
-    fn row_panels(&mut self, done: DynamicLabel) -> Result<(), EmitError> {
+    /// The blocks of k, outermost: the first starts the sums at 0, the others reload them from
+    /// the buffer, and the last calls the epilogue for each row panel.
+    fn k_blocks(&mut self) -> Result<(), EmitError> {
+        let k = self.k;
+        let kc = k.tile_k.max(1);
+        if kc >= k.k {
+            return self.row_panels(k.k, Init::Zero, KBlock::At(0), true);
+        }
+        // kc < k: at least two blocks, the last of `last_len` steps.
+        let (full, rest) = (k.k / kc, k.k % kc);
+        let (last, last_len) = if rest > 0 {
+            (full, rest)
+        } else {
+            (full - 1, kc)
+        };
+        self.row_panels(kc, Init::Zero, KBlock::At(0), false)?;
+        if last > 1 {
+            let top = self.ops.new_dynamic_label();
+            x64!(self.ops; mov QWORD [rsp + K_BLOCK], 1 ; =>top);
+            self.row_panels(kc, Init::Load, KBlock::Current, false)?;
+            mov_imm(self.ops, gpr::RAX, last as i64);
+            x64!(self.ops
+                ; add QWORD [rsp + K_BLOCK], 1
+                ; cmp QWORD [rsp + K_BLOCK], rax
+                ; jb =>top
+            );
+        }
+        self.row_panels(last_len, Init::Load, KBlock::At(last), true)
+    }
+
+    /// Every full row panel of the tile, then the partial one if the tile has it, for one
+    /// block of k; with the epilogue call after each when `epilogue`.
+    fn row_panels(
+        &mut self,
+        k_len: u64,
+        init: Init,
+        block: KBlock,
+        epilogue: bool,
+    ) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
-        let [top, check, tail] = [(); 3].map(|_| self.ops.new_dynamic_label());
+        let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
         // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
         x64!(self.ops
             ; mov rax, QWORD [rsp + M0]
@@ -263,7 +302,7 @@ impl Gemm<'_> {
             ; jmp =>check
             ; =>top
         );
-        self.row_panel(self.sched.mr)?;
+        self.row_panel(self.sched.mr, k_len, init, block, epilogue)?;
         x64!(self.ops
             ; add QWORD [rsp + M], mr as i32
             ; =>check
@@ -271,27 +310,31 @@ impl Gemm<'_> {
             ; cmp rax, QWORD [rsp + M_END]
             ; jb =>top
         );
-        if self.sched.rem == 0 {
-            x64!(self.ops; jmp =>done);
-            return Ok(());
+        if self.sched.rem != 0 {
+            // The partial panel: only the last tile along m has one, of `rem` rows.
+            x64!(self.ops
+                ; mov rax, QWORD [rsp + M0]
+                ; add rax, QWORD [rsp + ROWS]
+                ; cmp QWORD [rsp + M], rax
+                ; jae =>end
+            );
+            self.row_panel(self.sched.rem, k_len, init, block, epilogue)?;
         }
-        // The partial panel: only the last tile along m has one, of `rem` rows.
-        x64!(self.ops
-            ; mov rax, QWORD [rsp + M0]
-            ; add rax, QWORD [rsp + ROWS]
-            ; cmp QWORD [rsp + M], rax
-            ; jb =>tail
-            ; jmp =>done
-            ; =>tail
-        );
-        self.row_panel(self.sched.rem)?;
-        x64!(self.ops; jmp =>done);
+        x64!(self.ops; =>end);
         Ok(())
     }
 
-    /// One row panel of `rows` rows at row `M` of the frame: every column panel of the tile,
-    /// for each block of k (`tile_k`), then the epilogue call.
-    fn row_panel(&mut self, rows: u64) -> Result<(), EmitError> {
+    /// One row panel of `rows` rows at row `M` of the frame, for one block of k: its rows of
+    /// the buffer found (`T_ROW`), then A's block and every column panel, then the epilogue
+    /// call when `epilogue`.
+    fn row_panel(
+        &mut self,
+        rows: u64,
+        k_len: u64,
+        init: Init,
+        block: KBlock,
+        epilogue: bool,
+    ) -> Result<(), EmitError> {
         let k = self.k;
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
         // r12 = A at (b, m, 0).
@@ -302,37 +345,38 @@ impl Gemm<'_> {
             [ls(0), ls(1), 0],
             Some(M),
         );
-        let kc = k.tile_k.max(1);
-        if kc >= k.k {
-            self.block(rows, k.k, Init::Zero, KBlock::At(0))?;
-            return self.call_epilogue(rows);
+        // T_ROW = r14 + (m - m0) · t_ld · size when the buffer holds the whole tile.
+        if self.sched.t_rows > self.sched.mr {
+            let row = i128::from(self.sched.t_ld as i64) * i128::from(k.dtype.size_bytes() as i64);
+            let row = i64::try_from(row)
+                .map_err(|_| (self.bad)(format!("a buffer row of {row} bytes")))?;
+            x64!(self.ops; mov rax, QWORD [rsp + M] ; sub rax, QWORD [rsp + M0]);
+            mul_imm(self.ops, gpr::RAX, row);
+            x64!(self.ops; add rax, r14 ; mov QWORD [rsp + T_ROW], rax);
+        } else {
+            x64!(self.ops; mov QWORD [rsp + T_ROW], r14);
         }
-        let (full, rest) = (k.k / kc, k.k % kc);
-        self.block(rows, kc, Init::Zero, KBlock::At(0))?;
-        if full > 1 {
-            let top = self.ops.new_dynamic_label();
-            x64!(self.ops; mov QWORD [rsp + K_BLOCK], 1 ; =>top);
-            self.block(rows, kc, Init::Load, KBlock::Current)?;
-            mov_imm(self.ops, gpr::RAX, full as i64);
-            x64!(self.ops
-                ; add QWORD [rsp + K_BLOCK], 1
-                ; cmp QWORD [rsp + K_BLOCK], rax
-                ; jb =>top
-            );
+        self.block(rows, k_len, init, block, epilogue)?;
+        if epilogue {
+            self.call_epilogue(rows)?;
         }
-        if rest > 0 {
-            self.block(rows, rest, Init::Load, KBlock::At(full))?;
-        }
-        self.call_epilogue(rows)
+        Ok(())
     }
 
     /// One block of k for the row panel: A's block copied when the schedule says, then every
-    /// column panel.
-    fn block(&mut self, rows: u64, k_len: u64, init: Init, block: KBlock) -> Result<(), EmitError> {
+    /// column panel; `last` for the last block of k.
+    fn block(
+        &mut self,
+        rows: u64,
+        k_len: u64,
+        init: Init,
+        block: KBlock,
+        last: bool,
+    ) -> Result<(), EmitError> {
         if self.sched.pack_a.is_some() {
             self.pack_a(rows, k_len, block)?;
         }
-        self.column_panels(rows, k_len, init, block)
+        self.column_panels(rows, k_len, init, block, last)
     }
 
     /// `rsi` += the byte offset of `block` along k for a step of `step` bytes (rax clobbered).
@@ -375,18 +419,16 @@ impl Gemm<'_> {
         let bytes = k_len as i64 * size;
         let vb = self.micro.vbytes() as i64;
         let vectors = bytes / vb;
-        // What this copy will read next, into the L2 while the column panels run: the same
-        // rows' next block of k, or with k in one block the next row panel — when a tile's
-        // rows of A are too many to stay in the L2 from one tile to the next. A's rows are
-        // far apart and each is read a block at a time, so the hardware prefetchers miss
-        // them: a 2048³ f32 product spent 15% of its time waiting in this loop (with the
-        // prefetch 1.32-1.45x the gemm crate's speed -> 1.51-1.61x, alternating runs); where
-        // A stays cached (128×768×3072) the prefetch measured nothing but noise.
+        // What this copy will read next, into the L2 while the column panels run: the next
+        // row panel's rows (of the same block of k) — when a tile's rows of A are too many
+        // to stay in the L2 from one tile to the next. A's rows are far apart and each is
+        // read a block at a time, so the hardware prefetchers miss them: a 2048³ f32 product
+        // spent 15% of its time waiting in this loop (with the prefetch 1.32-1.45x the gemm
+        // crate's speed -> 1.51-1.61x, alternating runs); where A stays cached (128×768×3072)
+        // the prefetch measured nothing but noise.
         let a_rows = k.tile_m.saturating_mul(k.k).saturating_mul(size as u64);
         let ahead = if a_rows <= self.l2 / 2 {
             0
-        } else if k.tile_k < k.k {
-            i128::from(k.tile_k as i64) * i128::from(size)
         } else {
             i128::from(k.lhs.map.strides.get(1).copied().unwrap_or(0))
                 * i128::from(size)
@@ -436,6 +478,7 @@ impl Gemm<'_> {
         k_len: u64,
         init: Init,
         block: KBlock,
+        last_block: bool,
     ) -> Result<(), EmitError> {
         let k = self.k;
         let size = i128::from(k.dtype.size_bytes() as i32);
@@ -492,10 +535,10 @@ impl Gemm<'_> {
                 x64!(self.ops; lea rdi, [r13 + rax]);
             }
         }
-        // r15 = the panel's columns in the row panel buffer; rsi = A.
+        // r15 = the panel's columns in the row panel's rows of the buffer; rsi = A.
         x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
         mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
-        x64!(self.ops; lea r15, [r14 + rax]);
+        x64!(self.ops; mov r15, QWORD [rsp + T_ROW] ; add r15, rax);
         self.add_block_offset(7, bk, block);
         let (lda, ak) = match self.sched.pack_a {
             Some(pack) => {
@@ -510,8 +553,13 @@ impl Gemm<'_> {
                 (lda, ak)
             }
         };
+        // In a block of k that is not the last, B's block for the next one, a tile_k steps
+        // ahead: the first row panel of the next block then finds it in the L2 cache.
+        let prefetch_b = (!last_block && self.sched.t_rows > self.sched.mr)
+            .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
+            .flatten();
         self.micro
-            .emit(self.ops, rows, k_len, init, lda, ak, bk, t_row);
+            .emit(self.ops, rows, k_len, init, lda, ak, bk, t_row, prefetch_b);
         x64!(self.ops
             ; add QWORD [rsp + PANEL], 1
             ; =>check
@@ -595,7 +643,10 @@ impl Gemm<'_> {
         {
             let at = i as i32 * 8;
             match reloc {
-                Reloc::Tile => x64!(self.ops; mov QWORD [rsp + POINTERS + at], r14),
+                Reloc::Tile => x64!(self.ops
+                    ; mov rax, QWORD [rsp + T_ROW]
+                    ; mov QWORD [rsp + POINTERS + at], rax
+                ),
                 Reloc::At {
                     binding,
                     offset,

@@ -263,8 +263,9 @@ impl Micro {
     /// panel's place in the row panel buffer, computes `rows × nr` sums over `k_len` steps
     /// (starting from +0, or from the sums stored there by the previous block of k, per
     /// `init`) and stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step
-    /// (rows are `lda` bytes apart), B `bk` bytes. Clobbers rsi, rdi, rcx and the vector
-    /// registers.
+    /// (rows are `lda` bytes apart), B `bk` bytes. With `prefetch_b`, each step also asks for
+    /// the lines of B that many bytes ahead of its own, into the L2 cache. Clobbers rsi, rdi,
+    /// rcx and the vector registers.
     #[allow(
         clippy::too_many_arguments,
         reason = "the static shape of one microkernel call"
@@ -279,6 +280,7 @@ impl Micro {
         ak: i32,
         bk: i32,
         t_row: i32,
+        prefetch_b: Option<i32>,
     ) {
         let vb = self.vbytes() as i32;
         let sets = self.sets(rows);
@@ -305,6 +307,7 @@ impl Micro {
             for step in 0..UNROLL as i32 {
                 let set = step as u64 % sets;
                 self.step_all(ops, rows, lda, step * ak, step * bk, set);
+                prefetch(ops, step * bk, bk, prefetch_b);
             }
             x64!(ops
                 ; add rsi, UNROLL as i32 * ak
@@ -316,6 +319,7 @@ impl Micro {
         for step in 0..(k_len % UNROLL) as i32 {
             let set = step as u64 % sets;
             self.step_all(ops, rows, lda, step * ak, step * bk, set);
+            prefetch(ops, step * bk, bk, prefetch_b);
         }
         for i in 0..rows {
             for j in 0..self.nv {
@@ -329,6 +333,16 @@ impl Micro {
                 self.store(ops, R15, i as i32 * t_row + j as i32 * vb, self.acc(i, j));
             }
         }
+    }
+}
+
+/// `prefetcht1` of each line of the `bk` bytes of B at `rdi + b_at + ahead`, if `ahead`.
+fn prefetch(ops: &mut Asm, b_at: i32, bk: i32, ahead: Option<i32>) {
+    let Some(ahead) = ahead else {
+        return;
+    };
+    for line in (0..bk.max(1)).step_by(64) {
+        x64!(ops; prefetcht1 [rdi + b_at.saturating_add(ahead).saturating_add(line)]);
     }
 }
 

@@ -175,6 +175,10 @@ impl Target for X64Target {
         (m.mr, m.nr())
     }
 
+    fn blocks_k(&self) -> bool {
+        true
+    }
+
     fn has_fma(&self) -> bool {
         // The AVX2 tier's feature set includes FMA; the SSE2 tier's CPUs may lack it.
         self.tier.has_avx2()

@@ -1,0 +1,97 @@
+//! The tiles of contractions: how the grid follows the caches and whether the target blocks k.
+
+use super::planned_with;
+use crate::compile::Options;
+use crate::kernel::{ContractionKernel, Kernel};
+use crate::plan::contract::K_OUTER_MIN_TILES;
+use crate::plan::plan_with;
+use accy_artifact::Blocking;
+use accy_ir::text;
+
+fn dot(m: u64, k: u64, n: u64) -> String {
+    format!(
+        "program {{
+          %a = input \"a\" : f32[{m},{k}]
+          %b = weight \"b\" : f32[{k},{n}]
+          %c = dot %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[{m},{n}]
+          output %c
+        }}"
+    )
+}
+
+/// Options like an AVX-512 host's: 14 × 32 register tiles, 48 KiB L1d, 1 MiB L2.
+fn options(blocks_k: bool) -> Options {
+    let mut o = Options::default().with_caches(Blocking {
+        l1d: 48 << 10,
+        l2: 1 << 20,
+    });
+    o.micro_tiles = [(14, 32), (14, 16)];
+    o.blocks_k = blocks_k;
+    o
+}
+
+fn contraction(source: &str, options: &Options) -> ContractionKernel {
+    let program = text::parse(source).unwrap();
+    let lowered = plan_with(&program, options).unwrap();
+    lowered
+        .kernels
+        .iter()
+        .find_map(Kernel::as_contraction)
+        .cloned()
+        .expect("a contraction")
+}
+
+/// With k in blocks, a tile is as wide as a quarter of the L2 holds of one block of B, and
+/// as tall as a quarter of the L2 holds of the tile's partial sums; the grid still has enough
+/// tiles for a few threads.
+#[test]
+fn a_long_k_gets_wide_tiles_bounded_by_one_block() {
+    let o = options(true);
+    let c = contraction(&dot(2048, 2048, 2048), &o);
+    // Half the L1 holds a 14-row block of A and a 32-column block of B: 128 steps.
+    assert_eq!(c.tile_k, 128);
+    let quarter = o.caches.l2 / 4;
+    assert_eq!(c.tile_n, 512, "{c:?}");
+    assert!(c.tile_k * c.tile_n * 4 <= quarter);
+    assert_eq!(c.tile_m % 14, 0);
+    assert!(c.tile_m * c.tile_n * 4 <= quarter, "{}", c.tile_m);
+    assert!(c.tile_m * 2 * c.tile_n * 4 > quarter, "{}", c.tile_m);
+    assert!(c.workgroups() >= K_OUTER_MIN_TILES);
+
+    // Few rows: split along the columns until there are enough tiles.
+    let c = contraction(&dot(28, 1024, 2048), &o);
+    assert!(c.workgroups() >= K_OUTER_MIN_TILES, "{c:?}");
+}
+
+/// A target that runs the whole of k in every tile gets one block of k, and tiles whose
+/// columns keep all of k of B's panels within half the L2.
+#[test]
+fn a_target_without_k_blocks_gets_all_of_k() {
+    let o = options(false);
+    let c = contraction(&dot(2048, 2048, 2048), &o);
+    assert_eq!(c.tile_k, 2048);
+    assert_eq!(c.tile_n, 64);
+    // A short k is one block either way, with the same tiles.
+    let short = dot(256, 96, 512);
+    let (a, b) = (contraction(&short, &options(true)), contraction(&short, &o));
+    assert_eq!(
+        (a.tile_m, a.tile_n, a.tile_k),
+        (b.tile_m, b.tile_n, b.tile_k)
+    );
+    assert_eq!(a.tile_k, 96);
+}
+
+/// Tiny caches force several blocks of k and tiles of several row and column panels: the
+/// plan still computes what the interpreter does.
+#[test]
+fn blocked_k_plans_compute_the_same() {
+    let mut o = options(true).with_caches(Blocking {
+        l1d: 2 << 10,
+        l2: 16 << 10,
+    });
+    o.micro_tiles = [(4, 8), (4, 4)];
+    let source = dot(30, 150, 70);
+    let c = contraction(&source, &o);
+    assert!(c.tile_k < c.k, "{c:?}");
+    planned_with(&source, &o);
+}
