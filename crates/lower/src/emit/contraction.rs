@@ -41,8 +41,9 @@
 //! functions through the dispatch ABI, on a `DispatchState` the contraction builds on its stack
 //! whose bindings point at the panel's origin in each buffer ([`Reloc`]). So every node an
 //! epilogue may hold runs on every tier, scalar or vector, exactly as in a loop kernel. The
-//! accumulators reach it through `T`, a few KiB of the worker's scratch that stays in L1; the
-//! output is written once, by the epilogue.
+//! accumulators reach it through `T` in the worker's scratch (one row panel, a few KiB that
+//! stay in L1, or with k in blocks the tile, up to a quarter of the L2); the output is written
+//! once, by the epilogue.
 
 use accy_artifact::Access;
 use accy_ir::DType;
@@ -78,8 +79,7 @@ use crate::kernel::{
 use crate::target::EmitError;
 
 /// How one binding of an epilogue kernel is found at run time from the contraction's: the
-/// byte address `base(binding) + size · (offset + b·sb + m·sm + n·sn)`, or the row panel
-/// buffer `T`.
+/// byte address `base(binding) + size · (offset + b·sb + m·sm + n·sn)`, or the buffer `T`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Reloc {
     /// The current row panel's rows of the buffer `T` (which starts the worker's scratch).
@@ -120,7 +120,7 @@ pub(crate) struct Schedule {
     pub nr: u64,
     /// Rows of the tile's last, partial row panel when `m` is not a multiple of `mr` (else 0).
     pub rem: u64,
-    /// Row panel buffer stride, in elements: the tile's width rounded up to `nr`.
+    /// Row stride of the buffer `T`, in elements: the tile's width rounded up to `nr`.
     pub t_ld: u64,
     /// Rows of the buffer `T`: `mr` (one row panel at a time) when k fits one block, else the
     /// tile's `tile_m` (see the module documentation).
@@ -199,7 +199,7 @@ pub(crate) fn schedule(
     let t_bytes = t_rows
         .checked_mul(t_ld)
         .and_then(|e| e.checked_mul(size))
-        .ok_or_else(|| bad("a row panel buffer beyond u64".into()))?;
+        .ok_or_else(|| bad("a partial sums buffer beyond u64".into()))?;
     // Copy A's blocks when its rows are contiguous along k and several column panels reuse
     // each block; the copy costs a few percent of one panel's work.
     let a_unit = k.lhs.map.strides.get(2) == Some(&1);

@@ -111,8 +111,9 @@ pub struct ContractionKernel {
     pub tile_n: u64,
     /// Length of the blocks the emitted code walks k in (at least 1; `k` or more for one
     /// block), chosen so a row panel's block of the left operand stays in the L1 cache while
-    /// the column panels reuse it. Blocking changes no result: each accumulator still sums
-    /// its terms in ascending k.
+    /// the column panels reuse it; the planner gives a target whose code does not block k
+    /// (`crate::Target::blocks_k`) `k`. Blocking changes no result: each accumulator still
+    /// sums its terms in ascending k.
     pub tile_k: u64,
 }
 

@@ -160,7 +160,7 @@ impl Gemm<'_> {
             );
             x64!(self.ops; cmp QWORD [r8 + i as i32 * 8], rax ; jb =>bad_bindings);
         }
-        // r14 = worker scratch + worker * stride: this worker's row panel buffer.
+        // r14 = worker scratch + worker * stride: this worker's buffer T.
         x64!(self.ops
             ; mov eax, edx
             ; imul rax, QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH_STRIDE as i32]
@@ -420,14 +420,17 @@ impl Gemm<'_> {
         let vb = self.micro.vbytes() as i64;
         let vectors = bytes / vb;
         // What this copy will read next, into the L2 while the column panels run: the next
-        // row panel's rows (of the same block of k) — when a tile's rows of A are too many
-        // to stay in the L2 from one tile to the next. A's rows are far apart and each is
+        // row panel's rows (of the same block of k) — when k is in blocks (each block of A is
+        // read once per tile, long evicted by the time the next tile reads it) or a tile's
+        // rows of A are too many to stay in the L2 from one tile to the next (at 1024³,
+        // without the prefetch with k blocks, 4% of the time waited in this loop). A's rows
+        // are far apart and each is
         // read a block at a time, so the hardware prefetchers miss them: a 2048³ f32 product
         // spent 15% of its time waiting in this loop (with the prefetch 1.32-1.45x the gemm
         // crate's speed -> 1.51-1.61x, alternating runs); where A stays cached (128×768×3072)
         // the prefetch measured nothing but noise.
         let a_rows = k.tile_m.saturating_mul(k.k).saturating_mul(size as u64);
-        let ahead = if a_rows <= self.l2 / 2 {
+        let ahead = if a_rows <= self.l2 / 2 && self.sched.t_rows <= self.sched.mr {
             0
         } else {
             i128::from(k.lhs.map.strides.get(1).copied().unwrap_or(0))
@@ -553,9 +556,9 @@ impl Gemm<'_> {
                 (lda, ak)
             }
         };
-        // In a block of k that is not the last, B's block for the next one, a tile_k steps
-        // ahead: the first row panel of the next block then finds it in the L2 cache.
-        let prefetch_b = (!last_block && self.sched.t_rows > self.sched.mr)
+        // With k in blocks, in every block but the last: B's panel for the next block, tile_k
+        // steps ahead, so that the next block's first row panel finds it in the L2 cache.
+        let prefetch_b = (!last_block && k.tile_k < k.k)
             .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
             .flatten();
         self.micro

@@ -1,5 +1,5 @@
 //! The x86-64 contraction microkernels: `mr × nr` accumulators in vector registers, one pass
-//! over k, then the accumulators stored into the row panel buffer (`emit/contraction.rs`).
+//! over k, then the accumulators stored into the buffer T (`emit/contraction.rs`).
 //!
 //! One shape per tier and dtype ([`Micro::for_tier`]):
 //!
@@ -20,7 +20,7 @@
 //! added at the end.
 //!
 //! Register use: `rsi` walks A (one row per `lda` bytes), `rdi` walks B, `rcx` counts k, `r15`
-//! points at the panel's columns of the row panel buffer. The AVX-512 forms are encoded by
+//! points at the panel's columns of the buffer T. The AVX-512 forms are encoded by
 //! `evex.rs` (dynasm has no EVEX).
 
 use accy_ir::DType;
@@ -50,7 +50,7 @@ pub(crate) enum Vx {
 pub(crate) enum Init {
     /// At +0: the first (or only) block of k.
     Zero,
-    /// With the partial sums a previous block of k stored in the row panel buffer.
+    /// With the partial sums a previous block of k stored in the buffer T.
     Load,
 }
 
@@ -100,6 +100,11 @@ impl Micro {
                 fma: reassociate,
             },
         }
+    }
+
+    /// Bytes of one step of B in a panel: `nr` elements.
+    fn nr_bytes(&self) -> i32 {
+        (self.nv * self.vbytes()) as i32
     }
 
     /// Bytes of one vector register.
@@ -260,11 +265,12 @@ impl Micro {
 
     /// The microkernel for a panel of `rows` rows (`rows ≤ mr`): with `rsi` at A's row panel
     /// (element `k = k0` of its first row), `rdi` at the B panel (`k = k0`), `r15` at the
-    /// panel's place in the row panel buffer, computes `rows × nr` sums over `k_len` steps
+    /// panel's place in the buffer T, computes `rows × nr` sums over `k_len` steps
     /// (starting from +0, or from the sums stored there by the previous block of k, per
     /// `init`) and stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step
     /// (rows are `lda` bytes apart), B `bk` bytes. With `prefetch_b`, each step also asks for
-    /// the lines of B that many bytes ahead of its own, into the L2 cache. Clobbers rsi, rdi,
+    /// the lines of the panel's B (`nr` elements) that many bytes ahead of its own, into the
+    /// L2 cache. Clobbers rsi, rdi,
     /// rcx and the vector registers.
     #[allow(
         clippy::too_many_arguments,
@@ -307,7 +313,7 @@ impl Micro {
             for step in 0..UNROLL as i32 {
                 let set = step as u64 % sets;
                 self.step_all(ops, rows, lda, step * ak, step * bk, set);
-                prefetch(ops, step * bk, bk, prefetch_b);
+                prefetch(ops, step * bk, self.nr_bytes(), prefetch_b);
             }
             x64!(ops
                 ; add rsi, UNROLL as i32 * ak
@@ -319,7 +325,7 @@ impl Micro {
         for step in 0..(k_len % UNROLL) as i32 {
             let set = step as u64 % sets;
             self.step_all(ops, rows, lda, step * ak, step * bk, set);
-            prefetch(ops, step * bk, bk, prefetch_b);
+            prefetch(ops, step * bk, self.nr_bytes(), prefetch_b);
         }
         for i in 0..rows {
             for j in 0..self.nv {
@@ -336,12 +342,12 @@ impl Micro {
     }
 }
 
-/// `prefetcht1` of each line of the `bk` bytes of B at `rdi + b_at + ahead`, if `ahead`.
-fn prefetch(ops: &mut Asm, b_at: i32, bk: i32, ahead: Option<i32>) {
+/// `prefetcht1` of each line of the `bytes` of B at `rdi + b_at + ahead`, if `ahead`.
+fn prefetch(ops: &mut Asm, b_at: i32, bytes: i32, ahead: Option<i32>) {
     let Some(ahead) = ahead else {
         return;
     };
-    for line in (0..bk.max(1)).step_by(64) {
+    for line in (0..bytes.max(1)).step_by(64) {
         x64!(ops; prefetcht1 [rdi + b_at.saturating_add(ahead).saturating_add(line)]);
     }
 }

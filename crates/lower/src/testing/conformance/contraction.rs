@@ -433,10 +433,15 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
             (7, 2 * nr, 64),
             (3 * mr, nr, 5),
         ] {
+            // Tiles of several row panels with k in blocks of 8 (the tile's partial sums kept
+            // between blocks, A copied by row panel when row-major): k = 16 and 64 end on a
+            // whole block, 17 and 37 on a shorter one.
             for (lhs_transposed, panels, store_transposed, tile, kc) in [
                 (false, true, false, (1, 1), k),
                 (true, true, true, (2, 1), 5),
                 (false, false, false, (1, 2), 16),
+                (false, true, false, (2, 2), 8),
+                (false, false, true, (2, 1), 8),
             ] {
                 if !panels && n % nr != 0 {
                     continue;
