@@ -191,7 +191,7 @@ fn main() {
     println!(
         "gemm: f32 C = A·B, B a {}; {all} CPUs; each cell is the best of {rounds} rounds \
          (the host is shared: interference only slows a measurement down), each round a median \
-         over ~{} ms; 1-thread runs pinned to CPU 0 and timed by the thread's CPU time, others \
+         over ~{} ms of samples of >= 50 µs (a batch of calls when calls are shorter); 1-thread runs pinned to CPU 0 and timed by the thread's CPU time, others \
          by wall time; the FMA peak is a generated FMA loop's, per core, measured in every \
          round; compile is with the weights already packed, packing the rest of the first \
          compile",

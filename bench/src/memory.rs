@@ -168,7 +168,8 @@ fn main() {
     }
     println!(
         "memory: f32; {all} CPUs; GB/s of minimal traffic (parameters read once, outputs written \
-         once); each cell the best of {rounds} rounds, each a median over ~{} ms; 1-thread runs \
+         once); each cell the best of {rounds} rounds, each a median over ~{} ms of samples of \
+         >= 50 µs (a batch of calls when calls are shorter); 1-thread runs \
          pinned to CPU 0 and timed by the thread's CPU time, others by wall time",
         budget.as_millis()
     );

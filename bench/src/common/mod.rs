@@ -80,19 +80,48 @@ pub fn all_cpus() -> Vec<usize> {
     (0..n).collect()
 }
 
-/// The median of `f`'s wall time over enough calls to fill about `budget` (at least 3 calls,
-/// after one untimed call).
-pub fn median(budget: Duration, mut f: impl FnMut()) -> Duration {
+/// How long one timed sample should last at least: a sample of a short call times a batch of
+/// calls, so that reading the clock (a system call for the thread CPU clock, about as long as
+/// a 16×64×64 product) adds nothing to the time of one call.
+const SAMPLE: Duration = Duration::from_micros(50);
+
+/// Calls per timed sample for `f`: enough to last [`SAMPLE`], from one call timed (after one
+/// untimed call) — at least 1, at most 100 000.
+fn calls_per_sample(f: &mut impl FnMut()) -> u32 {
     f();
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().as_nanos().max(1);
+    (SAMPLE.as_nanos() / one).clamp(1, 100_000) as u32
+}
+
+/// The median over samples of `f`'s time per call by `clock` (elapsed time since a reading),
+/// each sample a batch of calls ([`calls_per_sample`]), over enough samples to fill about
+/// `budget` (at least 3, at most 1000).
+fn median_by(
+    budget: Duration,
+    mut f: impl FnMut(),
+    clock: impl Fn() -> Duration,
+) -> Duration {
+    let calls = calls_per_sample(&mut f);
     let mut times = Vec::new();
     let start = Instant::now();
     while times.len() < 3 || (start.elapsed() < budget && times.len() < 1000) {
-        let t = Instant::now();
-        f();
-        times.push(t.elapsed());
+        let t = clock();
+        for _ in 0..calls {
+            f();
+        }
+        times.push(clock().saturating_sub(t) / calls);
     }
     times.sort();
     times[times.len() / 2]
+}
+
+/// The median of `f`'s wall time per call over enough calls to fill about `budget` (see
+/// [`median_by`]).
+pub fn median(budget: Duration, f: impl FnMut()) -> Duration {
+    let origin = Instant::now();
+    median_by(budget, f, || origin.elapsed())
 }
 
 /// The CPU time the calling thread has used.
@@ -112,17 +141,8 @@ pub fn thread_cpu_time() -> Duration {
 /// Like [`median`], but timing the calling thread's CPU time instead of the wall clock: on a
 /// shared host, time the thread spends descheduled does not count. Only for work that runs
 /// entirely on the calling thread.
-pub fn median_cpu(budget: Duration, mut f: impl FnMut()) -> Duration {
-    f();
-    let mut times = Vec::new();
-    let start = Instant::now();
-    while times.len() < 3 || (start.elapsed() < budget && times.len() < 1000) {
-        let t = thread_cpu_time();
-        f();
-        times.push(thread_cpu_time().saturating_sub(t));
-    }
-    times.sort();
-    times[times.len() / 2]
+pub fn median_cpu(budget: Duration, f: impl FnMut()) -> Duration {
+    median_by(budget, f, thread_cpu_time)
 }
 
 /// Seeded values for `program`'s inputs (floats in [-2, 2)).
