@@ -17,7 +17,8 @@
 //!         after the last block: vzeroupper ; call the epilogue kernel for (rows, cols) with
 //!             bindings at the panel origin
 //! return its status, or KERNEL_OK
-//! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call
+//! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call (the calls:
+//!     `gemm/epilogue.rs`)
 //! ```
 //!
 //! The frame holds the epilogue's `DispatchState` and binding tables and the loop state,
@@ -37,7 +38,7 @@ use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
 use super::micro::{Init, Micro};
 use super::X64Tier;
 use crate::emit::contraction::frame::*;
-use crate::emit::contraction::{schedule, Reloc, Schedule};
+use crate::emit::contraction::{schedule, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
@@ -50,6 +51,8 @@ const T_ROW: i32 = K_BLOCK + 8;
 const FRAME: i32 = (T_ROW + 8 + 15) / 16 * 16 + 8;
 
 const R12: u8 = 12;
+
+mod epilogue;
 
 /// Emits `k` for `tier`; returns the bytes of worker scratch it needs.
 pub(crate) fn emit_contraction(
@@ -222,27 +225,6 @@ impl Gemm<'_> {
             );
         }
         Ok(())
-    }
-
-    /// The parts of the epilogue's `DispatchState` that never change.
-    fn epilogue_state(&mut self) {
-        let s = |o: u32| STATE + o as i32;
-        x64!(self.ops
-            ; mov DWORD [rsp + s(DispatchState::OFFSET_ABI_VERSION)], ABI_VERSION as i32
-            ; lea rax, [rsp + POINTERS]
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_BINDINGS)], rax
-            ; lea rax, [rsp + LENGTHS]
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_BINDING_LENGTHS)], rax
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_SCALARS)], 0
-            ; mov DWORD [rsp + s(DispatchState::OFFSET_SCALAR_COUNT)], 0
-            ; mov DWORD [rsp + s(DispatchState::OFFSET_WORKGROUP_COUNT)], 1
-            ; mov rax, QWORD [rbx + DispatchState::OFFSET_IMPORTS as i32]
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_IMPORTS)], rax
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_WORKER_SCRATCH)], 0
-            ; mov QWORD [rsp + s(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE)], 0
-            ; mov DWORD [rsp + s(DispatchState::OFFSET_WORKER_COUNT)], 1
-            ; mov DWORD [rsp + s(DispatchState::OFFSET_RESERVED)], 0
-        );
     }
 
     /// The blocks of k, outermost: the first starts the sums at 0, the others reload them from
@@ -610,80 +592,5 @@ impl Gemm<'_> {
             ; mov Rq(reg), QWORD [rax + binding as i32 * 8]
             ; add Rq(reg), rcx
         );
-    }
-
-    /// Calls the epilogue kernel for a panel of `rows` rows and the tile's columns (one of the
-    /// schedule's column counts, chosen at run time), then returns its status if not OK.
-    fn call_epilogue(&mut self, rows: u64) -> Result<(), EmitError> {
-        let full = self.k.tile_n.min(self.k.n).max(1);
-        let variants: Vec<(u64, usize)> = [full, self.sched.last_cols]
-            .into_iter()
-            .filter_map(|cols| Some((cols, self.sched.epilogue(rows, cols)?)))
-            .collect();
-        let after = self.ops.new_dynamic_label();
-        for (n, &(cols, e)) in variants.iter().enumerate() {
-            let next = self.ops.new_dynamic_label();
-            if n + 1 < variants.len() {
-                mov_imm(self.ops, gpr::RAX, cols as i64);
-                x64!(self.ops; cmp QWORD [rsp + COLS], rax ; jne =>next);
-            }
-            self.call(e)?;
-            x64!(self.ops; jmp =>after ; =>next);
-        }
-        x64!(self.ops; =>after);
-        Ok(())
-    }
-
-    /// Fills the epilogue's binding tables for the current origin and calls epilogue `e`.
-    fn call(&mut self, e: usize) -> Result<(), EmitError> {
-        let epilogue = &self.sched.epilogues[e];
-        let count = epilogue.kernel.bindings.len();
-        for (i, (reloc, binding)) in epilogue
-            .relocs
-            .iter()
-            .zip(&epilogue.kernel.bindings)
-            .enumerate()
-        {
-            let at = i as i32 * 8;
-            match reloc {
-                Reloc::Tile => x64!(self.ops
-                    ; mov rax, QWORD [rsp + T_ROW]
-                    ; mov QWORD [rsp + POINTERS + at], rax
-                ),
-                Reloc::At {
-                    binding,
-                    offset,
-                    strides,
-                    ..
-                } => {
-                    let s = strides.map(i128::from);
-                    self.element_address(0, *binding, *offset, s, Some(M));
-                    x64!(self.ops; mov QWORD [rsp + POINTERS + at], rax);
-                }
-            }
-            let bytes = binding.elements.wrapping_mul(binding.dtype.size_bytes());
-            mov_imm(self.ops, gpr::RAX, bytes as i64);
-            x64!(self.ops; mov QWORD [rsp + LENGTHS + at], rax);
-        }
-        let label = self.labels[e];
-        x64!(self.ops
-            ; mov DWORD [rsp + STATE + DispatchState::OFFSET_BINDING_COUNT as i32], count as i32
-        );
-        if self.tier != X64Tier::Sse2 {
-            x64!(self.ops; vzeroupper);
-        }
-        x64!(self.ops
-            ; lea rdi, [rsp + STATE]
-            ; xor esi, esi
-            ; xor edx, edx
-            ; call =>label
-            ; test eax, eax
-            ; jz >ok
-            ; add rsp, FRAME
-            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbp ; pop rbx
-            ; ret
-            ; ok:
-        );
-        Ok(())
     }
 }
