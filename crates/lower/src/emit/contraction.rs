@@ -157,6 +157,17 @@ impl Schedule {
             .iter()
             .position(|e| e.rows == rows && e.cols == cols)
     }
+
+    /// The epilogues a panel of `rows` rows of `k` may need, as `(columns, epilogue)`: a
+    /// full tile's columns, then the last tile's when they differ. The emitted code compares
+    /// the tile's columns with each but the last, which it calls unconditionally.
+    pub(crate) fn epilogue_variants(&self, k: &ContractionKernel, rows: u64) -> Vec<(u64, usize)> {
+        let full = k.tile_n.min(k.n).max(1);
+        [full, self.last_cols]
+            .into_iter()
+            .filter_map(|cols| Some((cols, self.epilogue(rows, cols)?)))
+            .collect()
+    }
 }
 
 /// The schedule of `k` for a backend whose microkernels hold `mr × nr` accumulators. Fails when

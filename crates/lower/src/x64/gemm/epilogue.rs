@@ -41,11 +41,7 @@ impl Gemm<'_> {
     /// Calls the epilogue kernel for a panel of `rows` rows and the tile's columns (one of the
     /// schedule's column counts, chosen at run time), then returns its status if not OK.
     pub(super) fn call_epilogue(&mut self, rows: u64) -> Result<(), EmitError> {
-        let full = self.k.tile_n.min(self.k.n).max(1);
-        let variants: Vec<(u64, usize)> = [full, self.sched.last_cols]
-            .into_iter()
-            .filter_map(|cols| Some((cols, self.sched.epilogue(rows, cols)?)))
-            .collect();
+        let variants = self.sched.epilogue_variants(self.k, rows);
         let after = self.ops.new_dynamic_label();
         for (n, &(cols, e)) in variants.iter().enumerate() {
             let next = self.ops.new_dynamic_label();
