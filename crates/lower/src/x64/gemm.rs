@@ -538,9 +538,12 @@ impl Gemm<'_> {
                 (lda, ak)
             }
         };
-        // With k in blocks, in every block but the last: B's panel for the next block, tile_k
-        // steps ahead, so that the next block's first row panel finds it in the L2 cache.
-        let prefetch_b = (!last_block && k.tile_k < k.k)
+        // With k in blocks and several row panels a tile, in every block but the last: B's
+        // panel for the next block, tile_k steps ahead, so that the next block's first row
+        // panel finds it in the L2 cache. A tile of one row panel (a few rows: 1x768x3072)
+        // streams each block of B once, and the prefetches only add to its memory
+        // instructions: 10% slower with them.
+        let prefetch_b = (!last_block && k.tile_k < k.k && self.sched.t_rows > self.sched.mr)
             .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
             .flatten();
         self.micro
