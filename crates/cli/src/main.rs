@@ -144,8 +144,9 @@ enum Command {
     },
     /// Time compiling and running FILE on seeded random inputs and weights.
     ///
-    /// Reports the median compile time over several compiles (each in a fresh session), the
-    /// latency of one invocation (min, p50, p90, p99), throughput, GFLOPS and GB/s.
+    /// Reports the median compile time over several compiles (each in a fresh session, the
+    /// weights' packed forms already made), apart from it the median time a first compile
+    /// spends packing the weights (for programs with weights), the latency of one invocation (min, p50, p90, p99), throughput, GFLOPS and GB/s.
     /// Throughput counts the timed invocations of all callers over one window, from the first
     /// caller's start to the last one's end (callers start measuring together, once all have
     /// warmed up). FLOPs count per IR instruction: a dot is 2·m·n·k·batch, an elementwise op

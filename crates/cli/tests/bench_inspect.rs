@@ -35,6 +35,10 @@ fn bench_reports_compile_latency_throughput_and_work() {
     ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
+    assert!(
+        !text.contains("packing"),
+        "no weights, no packing line:\n{text}"
+    );
 }
 
 #[test]
@@ -51,6 +55,9 @@ fn bench_by_time_shows_weights_and_progress_only_on_long_runs() {
     let text = stdout(&out);
     assert!(text.contains("x64-sse2 with 1 caller"), "{text}");
     assert!(text.contains("weights 92 B resident"), "{text}");
+    // Compiling and packing the weights are timed apart.
+    assert!(text.contains("packed forms already made)"), "{text}");
+    assert!(text.contains("packing     median "), "{text}");
     assert!(
         !stderr(&out).contains("bench:"),
         "no progress line on a short run"
