@@ -114,6 +114,17 @@ enum KBlock {
     Current,
 }
 
+/// Whether a pass over the row panels calls the epilogue after each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Epilogue {
+    /// Not in this block of k.
+    Never,
+    /// In this block of k: the last, or the only one.
+    Always,
+    /// In the loop over blocks: when the frame's `K_BLOCK` is this last block.
+    InBlock(u64),
+}
+
 struct Gemm<'a> {
     ops: &'a mut Asm,
     k: &'a ContractionKernel,
@@ -228,43 +239,49 @@ impl Gemm<'_> {
     }
 
     /// The blocks of k, outermost: the first starts the sums at 0, the others reload them from
-    /// the buffer, and the last calls the epilogue for each row panel.
+    /// the buffer, and the last calls the epilogue for each row panel. When every block has
+    /// `tile_k` steps, the last is the loop's final pass (its epilogue calls chosen at run
+    /// time), so the code holds two copies of the microkernels, not three.
     fn k_blocks(&mut self) -> Result<(), EmitError> {
         let k = self.k;
         let kc = k.tile_k.max(1);
         if kc >= k.k {
-            return self.row_panels(k.k, Init::Zero, KBlock::At(0), true);
+            return self.row_panels(k.k, Init::Zero, KBlock::At(0), Epilogue::Always);
         }
-        // kc < k: at least two blocks, the last of `last_len` steps.
+        // kc < k: at least two blocks.
         let (full, rest) = (k.k / kc, k.k % kc);
-        let (last, last_len) = if rest > 0 {
-            (full, rest)
+        self.row_panels(kc, Init::Zero, KBlock::At(0), Epilogue::Never)?;
+        // The loop over blocks 1..full; it holds the last block when there is no shorter rest.
+        let in_loop = if rest == 0 {
+            Epilogue::InBlock(full - 1)
         } else {
-            (full - 1, kc)
+            Epilogue::Never
         };
-        self.row_panels(kc, Init::Zero, KBlock::At(0), false)?;
-        if last > 1 {
+        if full > 1 {
             let top = self.ops.new_dynamic_label();
             x64!(self.ops; mov QWORD [rsp + K_BLOCK], 1 ; =>top);
-            self.row_panels(kc, Init::Load, KBlock::Current, false)?;
-            mov_imm(self.ops, gpr::RAX, last as i64);
+            self.row_panels(kc, Init::Load, KBlock::Current, in_loop)?;
+            mov_imm(self.ops, gpr::RAX, full as i64);
             x64!(self.ops
                 ; add QWORD [rsp + K_BLOCK], 1
                 ; cmp QWORD [rsp + K_BLOCK], rax
                 ; jb =>top
             );
         }
-        self.row_panels(last_len, Init::Load, KBlock::At(last), true)
+        if rest > 0 {
+            self.row_panels(rest, Init::Load, KBlock::At(full), Epilogue::Always)?;
+        }
+        Ok(())
     }
 
     /// Every full row panel of the tile, then the partial one if the tile has it, for one
-    /// block of k; with the epilogue call after each when `epilogue`.
+    /// block of k; with the epilogue call after each as `epilogue` says.
     fn row_panels(
         &mut self,
         k_len: u64,
         init: Init,
         block: KBlock,
-        epilogue: bool,
+        epilogue: Epilogue,
     ) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
         let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
@@ -315,7 +332,7 @@ impl Gemm<'_> {
         k_len: u64,
         init: Init,
         block: KBlock,
-        epilogue: bool,
+        epilogue: Epilogue,
     ) -> Result<(), EmitError> {
         let k = self.k;
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
@@ -338,9 +355,17 @@ impl Gemm<'_> {
         } else {
             x64!(self.ops; mov QWORD [rsp + T_ROW], r14);
         }
-        self.block(rows, k_len, init, block, epilogue)?;
-        if epilogue {
-            self.call_epilogue(rows)?;
+        self.block(rows, k_len, init, block, epilogue == Epilogue::Always)?;
+        match epilogue {
+            Epilogue::Never => {}
+            Epilogue::Always => self.call_epilogue(rows)?,
+            Epilogue::InBlock(last) => {
+                let skip = self.ops.new_dynamic_label();
+                mov_imm(self.ops, gpr::RAX, last as i64);
+                x64!(self.ops; cmp QWORD [rsp + K_BLOCK], rax ; jne =>skip);
+                self.call_epilogue(rows)?;
+                x64!(self.ops; =>skip);
+            }
         }
         Ok(())
     }
@@ -538,9 +563,10 @@ impl Gemm<'_> {
                 (lda, ak)
             }
         };
-        // With k in blocks and several row panels a tile, in every block but the last: B's
-        // panel for the next block, tile_k steps ahead, so that the next block's first row
-        // panel finds it in the L2 cache. A tile of one row panel (a few rows: 1x768x3072)
+        // With k in blocks and several row panels a tile, in every block but a last one of
+        // its own (the loop's final pass asks for lines past the panel's k, which costs a
+        // prefetch and faults nothing): B's panel for the next block, tile_k steps ahead, so
+        // that the next block's first row panel finds it in the L2 cache. A tile of one row panel (a few rows: 1x768x3072)
         // streams each block of B once, and the prefetches only add to its memory
         // instructions: 10% slower with them.
         let prefetch_b = (!last_block && k.tile_k < k.k && self.sched.t_rows > self.sched.mr)
