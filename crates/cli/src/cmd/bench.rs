@@ -129,14 +129,18 @@ pub fn bench(args: &BenchArgs, out: &mut super::Out) -> Result<(), Failure> {
     )?;
     writeln!(
         out,
-        "compile     median {} (min {}, max {}; {} compiles, fresh session each, the weights' \
-         packed forms already made)",
+        "compile     median {} (min {}, max {}; {} compiles, fresh session each{})",
         time(percentile(&compile.compile, 50.0)),
         time(compile.compile.first().copied().unwrap_or(0)),
         time(compile.compile.last().copied().unwrap_or(0)),
-        compile.compile.len()
+        compile.compile.len(),
+        if compile.packs {
+            ", the weights' packed forms already made"
+        } else {
+            ""
+        }
     )?;
-    if program.weights().next().is_some() {
+    if compile.packs {
         writeln!(
             out,
             "packing     median {} (the weights' packed forms, made by a session's first compile \
@@ -173,6 +177,8 @@ struct CompileTimes {
     compile: Vec<u64>,
     /// The first compile's extra time: packing the weights (the setup commands).
     packing: Vec<u64>,
+    /// Whether the program has packed forms of weights at all.
+    packs: bool,
 }
 
 /// Times [`COMPILES`] compiles (fewer if they take more than about 3 s), each in a fresh
@@ -187,6 +193,7 @@ fn compile_times(
     let mut times = CompileTimes {
         compile: Vec::with_capacity(COMPILES),
         packing: Vec::with_capacity(COMPILES),
+        packs: false,
     };
     let budget = Instant::now();
     let timed = |session: &accy_session::Session,
@@ -205,6 +212,7 @@ fn compile_times(
             .map_err(|e| Failure::Runtime(format!("copying the weight set: {e}")))?;
         let (first, a) = timed(&session, &fresh)?;
         let (second, b) = timed(&session, &fresh)?;
+        times.packs |= fresh.derived_count() > 0;
         times.compile.push(second);
         times.packing.push(first.saturating_sub(second));
         for handle in [a, b] {

@@ -42,8 +42,8 @@ use crate::emit::contraction::{schedule, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
-/// The current block of k, in the loop over the middle blocks (after the shared frame slots,
-/// `frame`; offsets from rsp).
+/// The current block of k, in the loop over the blocks after the first (after the shared frame
+/// slots, `frame`; offsets from rsp).
 const K_BLOCK: i32 = SLOTS_END;
 /// The address of the current row panel's rows in the buffer `T`.
 const T_ROW: i32 = K_BLOCK + 8;
@@ -325,7 +325,7 @@ impl Gemm<'_> {
 
     /// One row panel of `rows` rows at row `M` of the frame, for one block of k: its rows of
     /// the buffer found (`T_ROW`), then A's block and every column panel, then the epilogue
-    /// call when `epilogue`.
+    /// call as `epilogue` says.
     fn row_panel(
         &mut self,
         rows: u64,
@@ -427,12 +427,12 @@ impl Gemm<'_> {
         let vb = self.micro.vbytes() as i64;
         let vectors = bytes / vb;
         // What this copy will read next, into the L2 while the column panels run: the next
-        // row panel's rows (of the same block of k) — when k is in blocks (each block of A is
-        // read once per tile, long evicted by the time the next tile reads it) or a tile's
-        // rows of A are too many to stay in the L2 from one tile to the next (at 1024³,
-        // without the prefetch with k blocks, 4% of the time waited in this loop). A's rows
-        // are far apart and each is
-        // read a block at a time, so the hardware prefetchers miss them: a 2048³ f32 product
+        // row panel's rows (of the same block of k) — when k is in blocks outermost in tiles of
+        // several row panels (each block of A is read once per tile, long evicted by the time
+        // the next tile reads it) or a tile's rows of A are too many to stay in the L2 from one
+        // tile to the next (at 1024³, without the prefetch with k blocks, 4% of the time waited
+        // in this loop). A's rows are far apart and each is read a block at a time, so the
+        // hardware prefetchers miss them: a 2048³ f32 product
         // spent 15% of its time waiting in this loop (with the prefetch 1.32-1.45x the gemm
         // crate's speed -> 1.51-1.61x, alternating runs); where A stays cached (128×768×3072)
         // the prefetch measured nothing but noise.
