@@ -8,12 +8,15 @@
 //! stp x29, x30 ; save x19–x23, d8–d15 ; sub sp, frame      sp is 16-byte aligned throughout
 //! ABI version, workgroup < count, worker < worker_count, worker scratch stride, binding count
 //!   and lengths                                          -> the ABI's mismatch statuses
-//! x19 = state ; x20 = this worker's row panel buffer
+//! x19 = state ; x20 = this worker's scratch: the buffer T
 //! workgroup -> (b, tile row, tile column) -> m0, n0, rows, cols (frame)
-//! for each full row panel, then the partial one:
-//!     x21 = A at (b, m, 0)
-//!     for each column panel: x22 = B panel, x23 = its columns in the buffer ; microkernel
-//!     bl the epilogue kernel for (rows, cols) with bindings at the panel origin
+//! for each block of k (tile_k steps; the first starts the sums at 0, the others reload them
+//! from T; one block when k fits):
+//!     for each full row panel, then the partial one:
+//!         x21 = A at (b, m, k0) ; T_ROW = the panel's rows of T
+//!         for each column panel: x22 = B panel at k0, x23 = its columns in T ; microkernel
+//!         after the last block: bl the epilogue kernel for (rows, cols) with bindings at
+//!             the panel origin
 //! return its status, or KERNEL_OK
 //! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by bl
 //! ```
@@ -32,13 +35,17 @@ use super::asm::{a64, add_imm, gpr, ldr_slot, mov_imm, mul_imm, str_slot, sub_sp
 use super::micro::Micro;
 use super::NAME;
 use crate::emit::contraction::frame::*;
-use crate::emit::contraction::{schedule, Reloc, Schedule};
+use crate::emit::contraction::{k_passes, schedule, EpilogueCall, KBlock, Pass, Reloc, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
-/// Frame size: the shared slots (`frame`; offsets from sp after the frame is allocated),
-/// rounded to keep sp 16-byte aligned.
-const FRAME: u32 = ((SLOTS_END + 15) / 16 * 16) as u32;
+/// The current block of k, in the loop over the blocks after the first (after the shared frame
+/// slots, `frame`; offsets from sp after the frame is allocated).
+const K_BLOCK: i32 = SLOTS_END;
+/// The address of the current row panel's rows in the buffer `T`.
+const T_ROW: i32 = K_BLOCK + 8;
+/// Frame size: the slots, rounded to keep sp 16-byte aligned.
+const FRAME: u32 = ((T_ROW + 8 + 15) / 16 * 16) as u32;
 /// The register save area below the frame: x29/x30, x19–x23, d8–d15.
 const SAVES: i32 = 128;
 
@@ -109,8 +116,7 @@ impl Gemm<'_> {
     }
 
     fn function(&mut self) -> Result<(), EmitError> {
-        let [mismatch, bad_bindings, bad_worker, done] =
-            [(); 4].map(|_| self.ops.new_dynamic_label());
+        let [mismatch, bad_bindings, bad_worker] = [(); 3].map(|_| self.ops.new_dynamic_label());
         let exit = self.exit;
         a64!(self.ops
             ; stp x29, x30, [sp, #-128]!
@@ -158,7 +164,7 @@ impl Gemm<'_> {
             let at = i as u32 * 8;
             a64!(self.ops; ldr x12, [x10, #at] ; cmp x12, x11 ; b.lo =>bad_bindings);
         }
-        // x20 = worker scratch + worker * stride: this worker's row panel buffer.
+        // x20 = worker scratch + worker * stride: this worker's buffer T.
         a64!(self.ops
             ; ldr x9, [x19, #DispatchState::OFFSET_WORKER_SCRATCH_STRIDE]
             ; mov w10, w2
@@ -168,9 +174,8 @@ impl Gemm<'_> {
         );
         self.tile();
         self.epilogue_state();
-        self.row_panels(done)?;
+        self.k_blocks()?;
         a64!(self.ops
-            ; =>done
             ; mov w0, wzr
             ; b =>exit
             ; =>bad_bindings
@@ -264,10 +269,35 @@ impl Gemm<'_> {
         str_slot(self.ops, Slot::X, 9, s(DispatchState::OFFSET_IMPORTS));
     }
 
-    /// Every full row panel of the tile, then the partial one if the tile has it.
-    fn row_panels(&mut self, done: DynamicLabel) -> Result<(), EmitError> {
+    /// The blocks of k, outermost, as `k_passes` lays them out: the first starts the sums at
+    /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
+    /// panel.
+    fn k_blocks(&mut self) -> Result<(), EmitError> {
+        let passes = k_passes(self.k);
+        self.row_panels(passes.first)?;
+        if let Some((pass, end)) = passes.looped {
+            let top = self.ops.new_dynamic_label();
+            mov_imm(self.ops, 9, 1);
+            str_slot(self.ops, Slot::X, 9, K_BLOCK);
+            a64!(self.ops; =>top);
+            self.row_panels(pass)?;
+            ldr_slot(self.ops, Slot::X, 9, K_BLOCK);
+            a64!(self.ops; add x9, x9, #1);
+            str_slot(self.ops, Slot::X, 9, K_BLOCK);
+            mov_imm(self.ops, 10, end as i64);
+            a64!(self.ops; cmp x9, x10 ; b.lo =>top);
+        }
+        if let Some(pass) = passes.rest {
+            self.row_panels(pass)?;
+        }
+        Ok(())
+    }
+
+    /// Every full row panel of the tile, then the partial one if the tile has it, for one
+    /// block of k.
+    fn row_panels(&mut self, pass: Pass) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
-        let [top, check, tail] = [(); 3].map(|_| self.ops.new_dynamic_label());
+        let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
         // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
         ldr_slot(self.ops, Slot::X, 9, M0);
         str_slot(self.ops, Slot::X, 9, M);
@@ -276,7 +306,7 @@ impl Gemm<'_> {
         a64!(self.ops; udiv x12, x10, x11 ; mul x12, x12, x11 ; add x12, x12, x9);
         str_slot(self.ops, Slot::X, 12, M_END);
         a64!(self.ops; b =>check ; =>top);
-        self.row_panel(self.sched.mr)?;
+        self.row_panel(self.sched.mr, pass)?;
         ldr_slot(self.ops, Slot::X, 9, M);
         add_imm(self.ops, 9, mr);
         str_slot(self.ops, Slot::X, 9, M);
@@ -284,22 +314,41 @@ impl Gemm<'_> {
         ldr_slot(self.ops, Slot::X, 9, M);
         ldr_slot(self.ops, Slot::X, 10, M_END);
         a64!(self.ops; cmp x9, x10 ; b.lo =>top);
-        if self.sched.rem == 0 {
-            a64!(self.ops; b =>done);
-            return Ok(());
+        if self.sched.rem != 0 {
+            // The partial panel: only the last tile along m has one, of `rem` rows.
+            ldr_slot(self.ops, Slot::X, 10, M0);
+            ldr_slot(self.ops, Slot::X, 11, ROWS);
+            a64!(self.ops; add x10, x10, x11 ; cmp x9, x10 ; b.hs =>end);
+            self.row_panel(self.sched.rem, pass)?;
         }
-        // The partial panel: only the last tile along m has one, of `rem` rows.
-        ldr_slot(self.ops, Slot::X, 10, M0);
-        ldr_slot(self.ops, Slot::X, 11, ROWS);
-        a64!(self.ops; add x10, x10, x11 ; cmp x9, x10 ; b.lo =>tail ; b =>done ; =>tail);
-        self.row_panel(self.sched.rem)?;
-        a64!(self.ops; b =>done);
+        a64!(self.ops; =>end);
         Ok(())
     }
 
-    /// One row panel of `rows` rows at row `M` of the frame: every column panel of the tile,
-    /// then the epilogue call.
-    fn row_panel(&mut self, rows: u64) -> Result<(), EmitError> {
+    /// `X(reg)` += the byte offset of `block` along k for a step of `step` bytes (x9, x10
+    /// clobbered).
+    fn add_block_offset(&mut self, reg: u8, step: i64, block: KBlock) -> Result<(), EmitError> {
+        let bytes = self.bytes(i128::from(step) * i128::from(self.k.tile_k), "a block of k")?;
+        match block {
+            KBlock::At(0) => {}
+            KBlock::At(b) => {
+                let at = self.bytes(i128::from(bytes) * i128::from(b), "a block of k")?;
+                mov_imm(self.ops, 9, at);
+                a64!(self.ops; add X(reg), X(reg), x9);
+            }
+            KBlock::Current => {
+                ldr_slot(self.ops, Slot::X, 9, K_BLOCK);
+                mul_imm(self.ops, 9, bytes);
+                a64!(self.ops; add X(reg), X(reg), x9);
+            }
+        }
+        Ok(())
+    }
+
+    /// One row panel of `rows` rows at row `M` of the frame, for one block of k: its rows of
+    /// the buffer found (`T_ROW`), then every column panel, then the epilogue call as the pass
+    /// says.
+    fn row_panel(&mut self, rows: u64, pass: Pass) -> Result<(), EmitError> {
         let k = self.k;
         let size = i128::from(k.dtype.size_bytes() as i32);
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
@@ -312,7 +361,7 @@ impl Gemm<'_> {
             None => self.bytes(rs(1) * size, "a k stride of B")?,
         };
         let t_row = self.bytes(i128::from(self.sched.t_ld as i64) * size, "a buffer row")?;
-        // x21 = A at (b, m, 0).
+        // x21 = A at (b, m, k0).
         self.element_address(
             21,
             k.lhs.binding,
@@ -320,6 +369,18 @@ impl Gemm<'_> {
             [ls(0), ls(1), 0],
             Some(M),
         );
+        self.add_block_offset(21, ak, pass.block)?;
+        // T_ROW = x20 + (m - m0) · t_ld · size when the buffer holds the whole tile.
+        if self.sched.t_rows > self.sched.mr {
+            ldr_slot(self.ops, Slot::X, 9, M);
+            ldr_slot(self.ops, Slot::X, 10, M0);
+            a64!(self.ops; sub x9, x9, x10);
+            mul_imm(self.ops, 9, t_row);
+            a64!(self.ops; add x9, x9, x20);
+            str_slot(self.ops, Slot::X, 9, T_ROW);
+        } else {
+            str_slot(self.ops, Slot::X, 20, T_ROW);
+        }
         // panels = ceil(cols / nr); panel = 0.
         ldr_slot(self.ops, Slot::X, 9, COLS);
         add_imm(self.ops, 9, nr - 1);
@@ -359,11 +420,14 @@ impl Gemm<'_> {
                 a64!(self.ops; add x22, x22, x9);
             }
         }
-        // x23 = the panel's columns in the row panel buffer.
+        self.add_block_offset(22, bk, pass.block)?;
+        // x23 = the panel's columns in the row panel's rows of the buffer.
         ldr_slot(self.ops, Slot::X, 9, PANEL);
         mul_imm(self.ops, 9, (i128::from(nr) * size) as i64);
-        a64!(self.ops; add x23, x20, x9);
-        self.micro.emit(self.ops, rows, k.k, lda, ak, bk, t_row);
+        ldr_slot(self.ops, Slot::X, 10, T_ROW);
+        a64!(self.ops; add x23, x10, x9);
+        self.micro
+            .emit(self.ops, rows, pass.k_len, pass.init, lda, ak, bk, t_row);
         ldr_slot(self.ops, Slot::X, 9, PANEL);
         a64!(self.ops; add x9, x9, #1);
         str_slot(self.ops, Slot::X, 9, PANEL);
@@ -371,7 +435,19 @@ impl Gemm<'_> {
         ldr_slot(self.ops, Slot::X, 9, PANEL);
         ldr_slot(self.ops, Slot::X, 10, PANELS);
         a64!(self.ops; cmp x9, x10 ; b.lo =>top);
-        self.call_epilogue(rows)
+        match pass.epilogue {
+            EpilogueCall::Never => Ok(()),
+            EpilogueCall::Always => self.call_epilogue(rows),
+            EpilogueCall::InBlock(last) => {
+                let skip = self.ops.new_dynamic_label();
+                ldr_slot(self.ops, Slot::X, 9, K_BLOCK);
+                mov_imm(self.ops, 10, last as i64);
+                a64!(self.ops; cmp x9, x10 ; b.ne =>skip);
+                self.call_epilogue(rows)?;
+                a64!(self.ops; =>skip);
+                Ok(())
+            }
+        }
     }
 
     /// `reg = bindings[binding] + size · (offset + s0·b + s1·m + s2·n0)` where `m` is the frame
@@ -443,7 +519,10 @@ impl Gemm<'_> {
         {
             let at = i as i32 * 8;
             match reloc {
-                Reloc::Tile => str_slot(self.ops, Slot::X, 20, POINTERS + at),
+                Reloc::Tile => {
+                    ldr_slot(self.ops, Slot::X, 9, T_ROW);
+                    str_slot(self.ops, Slot::X, 9, POINTERS + at);
+                }
                 Reloc::At {
                     binding,
                     offset,

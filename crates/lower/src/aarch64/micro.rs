@@ -1,5 +1,5 @@
 //! The AArch64 contraction microkernels: `mr × nr` accumulators in NEON registers, one pass
-//! over k, then the accumulators stored into the row panel buffer (`emit/contraction.rs`).
+//! over k, then the accumulators stored into the buffer T (`emit/contraction.rs`).
 //!
 //! One shape per dtype: 8 rows × 3 vectors (12 f32 or 6 f64 columns), 24 accumulators in
 //! v8–v31 (the caller saves d8–d15, which AAPCS64 makes callee-saved). Per k step: three
@@ -8,7 +8,7 @@
 //! `acc + a·b` bit for bit. Every accumulator sums its k terms in ascending order.
 //!
 //! Register use: x8–x15 walk the rows of A, x6 walks B, x7 counts k, x23 points at the panel's
-//! columns of the row panel buffer; x16/x17 stay the immediate scratch of `asm.rs`.
+//! columns of the buffer T; x16/x17 stay the immediate scratch of `asm.rs`.
 
 use accy_ir::DType;
 #[allow(
@@ -18,6 +18,7 @@ use accy_ir::DType;
 use dynasmrt::{DynasmApi, DynasmLabelApi};
 
 use super::asm::{a64, add_imm, mov_imm, Asm};
+use crate::emit::contraction::Init;
 
 /// One microkernel shape.
 #[derive(Clone, Copy, Debug)]
@@ -76,9 +77,10 @@ impl Micro {
     }
 
     /// The microkernel for a panel of `rows` rows (`rows ≤ mr`): with x21 at A's row panel
-    /// (element `k = 0` of its first row), x22 at the B panel (`k = 0`) and x23 at the panel's
-    /// place in the row panel buffer, computes `rows × nr` sums over `k_len` steps and stores
-    /// row `i` at `x23 + i · t_row`. A advances `ak` bytes per step (rows are `lda` bytes
+    /// (element `k = k0` of its first row), x22 at the B panel (`k = k0`) and x23 at the
+    /// panel's place in the buffer T, computes `rows × nr` sums over `k_len` steps (starting
+    /// from +0, or from the sums stored there by the previous block of k, per `init`) and
+    /// stores row `i` at `x23 + i · t_row`. A advances `ak` bytes per step (rows are `lda` bytes
     /// apart), B `bk` bytes. Clobbers x0, x6–x16 and v0–v5, v8–v31.
     #[allow(
         clippy::too_many_arguments,
@@ -89,6 +91,7 @@ impl Micro {
         ops: &mut Asm,
         rows: u64,
         k_len: u64,
+        init: Init,
         lda: i64,
         ak: i64,
         bk: i64,
@@ -96,7 +99,23 @@ impl Micro {
     ) {
         for i in 0..rows {
             for j in 0..self.nv {
-                a64!(ops; movi V(self.acc(i, j)).D2, #0);
+                let acc = self.acc(i, j);
+                match init {
+                    Init::Zero => a64!(ops; movi V(acc).D2, #0),
+                    Init::Load => {
+                        let off = i as i64 * t_row + j as i64 * 16;
+                        match u32::try_from(off) {
+                            Ok(o) if o % 16 == 0 && o / 16 < 4096 => {
+                                a64!(ops; ldr Q(acc), [x23, #o])
+                            }
+                            _ => {
+                                a64!(ops; mov x0, x23);
+                                add_imm(ops, 0, off);
+                                a64!(ops; ldr Q(acc), [x0]);
+                            }
+                        }
+                    }
+                }
             }
         }
         if k_len > 0 {

@@ -91,6 +91,10 @@ impl Target for A64Target {
         TargetSpec::new(Arch::Aarch64, A64Target::code_features())
     }
 
+    fn blocks_k(&self) -> bool {
+        true
+    }
+
     fn micro_tile(&self, dtype: accy_ir::DType) -> (u64, u64) {
         let m = micro::Micro::for_dtype(dtype, true);
         (m.mr, m.nr())

@@ -170,6 +170,111 @@ impl Schedule {
     }
 }
 
+/// How a microkernel starts its accumulators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Init {
+    /// At +0: the first (or only) block of k.
+    Zero,
+    /// With the partial sums a previous block of k stored in the buffer `T`.
+    Load,
+}
+
+/// Which block of k a pass over the row panels computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KBlock {
+    /// Block number `b` (a constant).
+    At(u64),
+    /// The block numbered in a frame slot the loop over blocks keeps.
+    Current,
+}
+
+/// Whether a pass over the row panels calls the epilogue after each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EpilogueCall {
+    /// Not in this block of k.
+    Never,
+    /// In this block of k: the last, or the only one.
+    Always,
+    /// In the loop over blocks: when the current block is this one, the last.
+    InBlock(u64),
+}
+
+/// One pass over a tile's row panels: a block of `k_len` steps of k.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pass {
+    /// Steps of k.
+    pub k_len: u64,
+    /// How the microkernels start.
+    pub init: Init,
+    /// Which block.
+    pub block: KBlock,
+    /// Whether the epilogue follows each row panel.
+    pub epilogue: EpilogueCall,
+}
+
+/// The passes a tile makes over k, in order (see the module documentation): the first (block
+/// 0, or all of k in one block); then, if any, one pass the code loops over for blocks
+/// `1..end`, the block number kept in a frame slot; then, if any, a last, shorter block. When
+/// every block has `tile_k` steps the loop holds the last block, whose epilogue calls the
+/// code chooses at run time — two copies of the microkernels, not three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KPasses {
+    /// Block 0, or the only block.
+    pub first: Pass,
+    /// The pass looped over blocks `1..end`, with `end`.
+    pub looped: Option<(Pass, u64)>,
+    /// A last block shorter than `tile_k`.
+    pub rest: Option<Pass>,
+}
+
+/// The passes of `k`'s tiles over k.
+pub(crate) fn k_passes(k: &ContractionKernel) -> KPasses {
+    let kc = k.tile_k.max(1);
+    if kc >= k.k {
+        return KPasses {
+            first: Pass {
+                k_len: k.k,
+                init: Init::Zero,
+                block: KBlock::At(0),
+                epilogue: EpilogueCall::Always,
+            },
+            looped: None,
+            rest: None,
+        };
+    }
+    // kc < k: at least two blocks.
+    let (full, rest) = (k.k / kc, k.k % kc);
+    let looped = (full > 1).then(|| {
+        let epilogue = if rest == 0 {
+            EpilogueCall::InBlock(full - 1)
+        } else {
+            EpilogueCall::Never
+        };
+        let pass = Pass {
+            k_len: kc,
+            init: Init::Load,
+            block: KBlock::Current,
+            epilogue,
+        };
+        (pass, full)
+    });
+    KPasses {
+        first: Pass {
+            k_len: kc,
+            init: Init::Zero,
+            block: KBlock::At(0),
+            epilogue: EpilogueCall::Never,
+        },
+        looped,
+        rest: (rest > 0).then_some(Pass {
+            k_len: rest,
+            init: Init::Load,
+            block: KBlock::At(full),
+            epilogue: EpilogueCall::Always,
+        }),
+    }
+}
+
 /// The schedule of `k` for a backend whose microkernels hold `mr × nr` accumulators. Fails when
 /// `k` does not fit the shape backends rely on: tiles that are a multiple of `mr` rows and
 /// `nr` columns wide (or a panelled right operand of width `nr`), and epilogue maps with

@@ -35,10 +35,10 @@ use accy_artifact::abi::{
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
-use super::micro::{Init, Micro};
+use super::micro::Micro;
 use super::X64Tier;
 use crate::emit::contraction::frame::*;
-use crate::emit::contraction::{schedule, Schedule};
+use crate::emit::contraction::{k_passes, schedule, EpilogueCall, Init, KBlock, Pass, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
@@ -103,26 +103,6 @@ pub(crate) fn emit_contraction(
         super::kernel::emit_kernel(g.ops, &e.kernel, tier, reassociate)?;
     }
     Ok(sched.worker_scratch)
-}
-
-/// Which block of k a pass over the column panels computes.
-#[derive(Clone, Copy, Debug)]
-enum KBlock {
-    /// Block number `b` (a constant).
-    At(u64),
-    /// The block numbered in the frame's `K_BLOCK` slot.
-    Current,
-}
-
-/// Whether a pass over the row panels calls the epilogue after each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Epilogue {
-    /// Not in this block of k.
-    Never,
-    /// In this block of k: the last, or the only one.
-    Always,
-    /// In the loop over blocks: when the frame's `K_BLOCK` is this last block.
-    InBlock(u64),
 }
 
 struct Gemm<'a> {
@@ -238,51 +218,32 @@ impl Gemm<'_> {
         Ok(())
     }
 
-    /// The blocks of k, outermost: the first starts the sums at 0, the others reload them from
-    /// the buffer, and the last calls the epilogue for each row panel. When every block has
-    /// `tile_k` steps, the last is the loop's final pass (its epilogue calls chosen at run
-    /// time), so the code holds two copies of the microkernels, not three.
+    /// The blocks of k, outermost, as `k_passes` lays them out: the first starts the sums at
+    /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
+    /// panel.
     fn k_blocks(&mut self) -> Result<(), EmitError> {
-        let k = self.k;
-        let kc = k.tile_k.max(1);
-        if kc >= k.k {
-            return self.row_panels(k.k, Init::Zero, KBlock::At(0), Epilogue::Always);
-        }
-        // kc < k: at least two blocks.
-        let (full, rest) = (k.k / kc, k.k % kc);
-        self.row_panels(kc, Init::Zero, KBlock::At(0), Epilogue::Never)?;
-        // The loop over blocks 1..full; it holds the last block when there is no shorter rest.
-        let in_loop = if rest == 0 {
-            Epilogue::InBlock(full - 1)
-        } else {
-            Epilogue::Never
-        };
-        if full > 1 {
+        let passes = k_passes(self.k);
+        self.row_panels(passes.first)?;
+        if let Some((pass, end)) = passes.looped {
             let top = self.ops.new_dynamic_label();
             x64!(self.ops; mov QWORD [rsp + K_BLOCK], 1 ; =>top);
-            self.row_panels(kc, Init::Load, KBlock::Current, in_loop)?;
-            mov_imm(self.ops, gpr::RAX, full as i64);
+            self.row_panels(pass)?;
+            mov_imm(self.ops, gpr::RAX, end as i64);
             x64!(self.ops
                 ; add QWORD [rsp + K_BLOCK], 1
                 ; cmp QWORD [rsp + K_BLOCK], rax
                 ; jb =>top
             );
         }
-        if rest > 0 {
-            self.row_panels(rest, Init::Load, KBlock::At(full), Epilogue::Always)?;
+        if let Some(pass) = passes.rest {
+            self.row_panels(pass)?;
         }
         Ok(())
     }
 
     /// Every full row panel of the tile, then the partial one if the tile has it, for one
     /// block of k; with the epilogue call after each as `epilogue` says.
-    fn row_panels(
-        &mut self,
-        k_len: u64,
-        init: Init,
-        block: KBlock,
-        epilogue: Epilogue,
-    ) -> Result<(), EmitError> {
+    fn row_panels(&mut self, pass: Pass) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
         let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
         // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
@@ -301,7 +262,7 @@ impl Gemm<'_> {
             ; jmp =>check
             ; =>top
         );
-        self.row_panel(self.sched.mr, k_len, init, block, epilogue)?;
+        self.row_panel(self.sched.mr, pass)?;
         x64!(self.ops
             ; add QWORD [rsp + M], mr as i32
             ; =>check
@@ -317,7 +278,7 @@ impl Gemm<'_> {
                 ; cmp QWORD [rsp + M], rax
                 ; jae =>end
             );
-            self.row_panel(self.sched.rem, k_len, init, block, epilogue)?;
+            self.row_panel(self.sched.rem, pass)?;
         }
         x64!(self.ops; =>end);
         Ok(())
@@ -326,14 +287,7 @@ impl Gemm<'_> {
     /// One row panel of `rows` rows at row `M` of the frame, for one block of k: its rows of
     /// the buffer found (`T_ROW`), then A's block and every column panel, then the epilogue
     /// call as `epilogue` says.
-    fn row_panel(
-        &mut self,
-        rows: u64,
-        k_len: u64,
-        init: Init,
-        block: KBlock,
-        epilogue: Epilogue,
-    ) -> Result<(), EmitError> {
+    fn row_panel(&mut self, rows: u64, pass: Pass) -> Result<(), EmitError> {
         let k = self.k;
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
         // r12 = A at (b, m, 0).
@@ -355,11 +309,17 @@ impl Gemm<'_> {
         } else {
             x64!(self.ops; mov QWORD [rsp + T_ROW], r14);
         }
-        self.block(rows, k_len, init, block, epilogue == Epilogue::Always)?;
-        match epilogue {
-            Epilogue::Never => {}
-            Epilogue::Always => self.call_epilogue(rows)?,
-            Epilogue::InBlock(last) => {
+        self.block(
+            rows,
+            pass.k_len,
+            pass.init,
+            pass.block,
+            pass.epilogue == EpilogueCall::Always,
+        )?;
+        match pass.epilogue {
+            EpilogueCall::Never => {}
+            EpilogueCall::Always => self.call_epilogue(rows)?,
+            EpilogueCall::InBlock(last) => {
                 let skip = self.ops.new_dynamic_label();
                 mov_imm(self.ops, gpr::RAX, last as i64);
                 x64!(self.ops; cmp QWORD [rsp + K_BLOCK], rax ; jne =>skip);

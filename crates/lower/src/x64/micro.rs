@@ -33,6 +33,7 @@ use dynasmrt::{DynasmApi, DynasmLabelApi};
 use super::asm::{x64, Asm};
 use super::evex::{self, zop, Rm};
 use super::X64Tier;
+use crate::emit::contraction::Init;
 
 /// The vector register file a microkernel uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,15 +44,6 @@ pub(crate) enum Vx {
     Avx,
     /// 512-bit zmm, EVEX encodings.
     Zmm,
-}
-
-/// How a microkernel starts its accumulators.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Init {
-    /// At +0: the first (or only) block of k.
-    Zero,
-    /// With the partial sums a previous block of k stored in the buffer T.
-    Load,
 }
 
 /// One microkernel shape.
