@@ -59,3 +59,32 @@ fn a_shared_expression_over_a_product_is_no_epilogue() {
         );
     }
 }
+
+/// A product whose epilogue is read by two kernels — a value returned twice, a concat of a
+/// value and a view of it — is stored once and read by both, not fused into the first and
+/// left unwritten for the second (found by the plan differential test).
+#[test]
+fn a_product_read_by_two_kernels_of_one_instruction_is_stored() {
+    super::planned(
+        "program {
+          %a = input \"a\" : f32[3,3]
+          %b = input \"b\" : f32[3,7]
+          %d = dot %a, %b, lhs_batch=[0], rhs_batch=[0], lhs_contract=[], rhs_contract=[] : f32[3,3,7]
+          %t = transpose %d, perm=[2,1,0] : f32[7,3,3]
+          output %t
+          output %t
+        }",
+    );
+    super::planned(
+        "program {
+          %w = input \"w\" : f32[3,1]
+          %c = constant [[0.5], [-2.25]] : f32[2,1]
+          %d = dot %w, %c, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[1] : f32[3,2]
+          %wb = broadcast %w, dims=[3,2], axes=[0,1] : f32[3,2]
+          %s = add %wb, %d : f32[3,2]
+          %h = slice %s, start=[0,0], limit=[3,1], stride=[1,2] : f32[3,1]
+          %y = concat %s, %h, axis=1 : f32[3,3]
+          output %y
+        }",
+    );
+}
