@@ -22,7 +22,7 @@ use accy_artifact::Access;
 use accy_ir::{Dim, ValueId};
 
 use super::contract::group_stride;
-use super::expr::{Body, BufId, ExprId};
+use super::expr::{Body, BufId};
 use super::views;
 use super::{Home, Pending, Planner};
 use crate::error::CompileError;
@@ -114,27 +114,48 @@ impl Planner<'_> {
         })
     }
 
-    /// Whether a kernel other than the one computing `root` may read `buf`, the result of
-    /// `value`: some later value whose expression reads `buf` (a view such as a reshape of the
-    /// product, or a fused expression over it) has several consumers, each of which reads
-    /// `buf` again. When every such value has at most one consumer, they form one chain from
-    /// `value` (which has one use) to a single reader: the kernel being emitted.
-    fn read_by_another_kernel(
-        &self,
-        value: ValueId,
-        buf: BufId,
-        root: ExprId,
-    ) -> Result<bool, CompileError> {
+    /// Whether a kernel other than the one being emitted may read `buf`, the result of
+    /// `value`, once the product is fused away into it. The readers are the later values
+    /// whose expressions read `buf` (views of the product, expressions over it). A reader
+    /// consumed by another reader, or by the value this kernel materializes (whose
+    /// consumers then read its store), is inside the chain; every other consumer of a reader
+    /// (a second output of the same value, an `exp` of a returned transpose, a concat of a
+    /// value and a view of it) reads `buf` itself. The kernel serves one such consumer —
+    /// none more when it materializes a value. Consumers are counted from the program (an
+    /// instruction's distinct operands and the outputs, as `uses` counts them), so remapped
+    /// views of an expression count as the value they compute.
+    fn read_by_another_kernel(&self, value: ValueId, buf: BufId) -> Result<bool, CompileError> {
+        let mut readers = vec![false; self.vals.len()];
+        let mut consumers = 0u64;
         for (i, e) in self.vals.iter().enumerate().skip(value.index() + 1) {
             let Some(e) = *e else { continue };
-            if e == root || self.uses.get(i).copied().unwrap_or(0) <= 1 {
-                continue;
-            }
-            if self.exprs.reads_buffer(e, buf)? {
-                return Ok(true);
+            let uses = self.uses.get(i).copied().unwrap_or(0);
+            if uses > 0 && self.exprs.reads_buffer(e, buf)? {
+                readers[i] = true;
+                if self.materializing.map(ValueId::index) != Some(i) {
+                    consumers += u64::from(uses);
+                }
             }
         }
-        Ok(false)
+        let params = self.program.params.len();
+        for (n, inst) in self.program.instructions.iter().enumerate() {
+            if !readers.get(params + n).copied().unwrap_or(false) {
+                continue;
+            }
+            let mut operands = inst.op.operands();
+            operands.sort_unstable();
+            operands.dedup();
+            let inside = operands
+                .iter()
+                .filter(|v| {
+                    readers.get(v.index()).copied().unwrap_or(false)
+                        && Some(**v) != self.materializing
+                })
+                .count();
+            consumers = consumers.saturating_sub(inside as u64);
+        }
+        let served = if self.materializing.is_some() { 0 } else { 1 };
+        Ok(consumers > served)
     }
 
     /// If `body` (a kernel over `dims` storing at `store` of `dst`) can be a waiting
@@ -144,7 +165,6 @@ impl Planner<'_> {
         &mut self,
         dims: &[u64],
         body: &Body,
-        root: ExprId,
         dst: BufId,
         store: &IndexMap,
     ) -> Result<bool, CompileError> {
@@ -164,7 +184,7 @@ impl Planner<'_> {
         if dims.len() != w.dims.len() || uses != 1 || !scratch || w.reads.contains(&dst) {
             return Ok(false);
         }
-        if self.read_by_another_kernel(w.value, w.dst, root)? {
+        if self.read_by_another_kernel(w.value, w.dst)? {
             return Ok(false);
         }
         let product = body.reads.iter().position(|&b| b == w.dst);

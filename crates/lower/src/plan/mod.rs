@@ -210,6 +210,9 @@ struct Planner<'p> {
     sources: Vec<Vec<u32>>,
     /// Contractions planned but not emitted yet (see `fuse`).
     waiting: Vec<fuse::Waiting>,
+    /// The value [`Planner::materialize`] is storing into its own buffer, while it does:
+    /// its consumers will read that store (see `fuse::read_by_another_kernel`).
+    materializing: Option<ValueId>,
 }
 
 impl<'p> Planner<'p> {
@@ -232,6 +235,7 @@ impl<'p> Planner<'p> {
             kernels: Vec::new(),
             sources: Vec::new(),
             waiting: Vec::new(),
+            materializing: None,
         };
         for inst in &program.instructions {
             let mut operands = inst.op.operands();
@@ -424,7 +428,10 @@ impl<'p> Planner<'p> {
             return Ok(e);
         }
         let dst = self.destination(v)?;
-        self.store_all(&ty.dims, e, dst)?;
+        self.materializing = Some(v);
+        let stored = self.store_all(&ty.dims, e, dst);
+        self.materializing = None;
+        stored?;
         let view = self.view_of(dst, ty)?;
         self.set_val(v, view)?;
         Ok(view)
@@ -478,7 +485,7 @@ impl<'p> Planner<'p> {
             return Ok(());
         }
         let body = self.exprs.body(root)?;
-        if reduction.is_none() && self.try_fuse(dims, &body, root, dst, &store_map)? {
+        if reduction.is_none() && self.try_fuse(dims, &body, dst, &store_map)? {
             return Ok(());
         }
         if body.reads.contains(&dst) {

@@ -88,3 +88,35 @@ fn a_product_read_by_two_kernels_of_one_instruction_is_stored() {
         }",
     );
 }
+
+/// A product whose epilogue's value has another consumer outside the kernel that stores it
+/// (a transpose returned and also read by `exp`; a sum reshaped on demand and also read by
+/// `exp`) is stored, not fused into that kernel and left unwritten for the other.
+#[test]
+fn a_product_read_outside_the_storing_kernel_is_stored() {
+    super::planned(
+        "program {
+          %a = input \"a\" : f32[3,4]
+          %b = input \"b\" : f32[4,5]
+          %p = dot %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[3,5]
+          %t = transpose %p, perm=[1,0] : f32[5,3]
+          %u = exp %t : f32[5,3]
+          output %t
+          output %u
+        }",
+    );
+    super::planned(
+        "program {
+          %a = input \"a\" : f32[3,4]
+          %b = input \"b\" : f32[4,6]
+          %p = dot %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[3,6]
+          %c = constant 0.5 : f32[]
+          %cb = broadcast %c, dims=[3,6], axes=[] : f32[3,6]
+          %s = add %cb, %p : f32[3,6]
+          %u = exp %s : f32[3,6]
+          %r = reshape %s, dims=[2,9] : f32[2,9]
+          output %u
+          output %r
+        }",
+    );
+}
