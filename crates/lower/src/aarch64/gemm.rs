@@ -325,8 +325,8 @@ impl Gemm<'_> {
         Ok(())
     }
 
-    /// `X(reg)` += the byte offset of `block` along k for a step of `step` bytes (x9, x10
-    /// clobbered).
+    /// `X(reg)` += the byte offset of `block` along k for a step of `step` bytes (x9 and the
+    /// immediate scratch x16 clobbered).
     fn add_block_offset(&mut self, reg: u8, step: i64, block: KBlock) -> Result<(), EmitError> {
         let bytes = self.bytes(i128::from(step) * i128::from(self.k.tile_k), "a block of k")?;
         match block {

@@ -540,24 +540,6 @@ impl<'p> Planner<'p> {
     /// Stores every output's value into its slot, unless planning already did.
     fn outputs(&mut self) -> Result<(), CompileError> {
         let program = self.program;
-        // A value returned twice is stored by two kernels: a waiting contraction fused into
-        // the first (directly or through an expression over it, say a transpose) would leave
-        // nothing stored for the second to read, so waiting products are emitted first (as
-        // `concat` does for an operand listed twice).
-        let pending: Vec<ValueId> = program
-            .outputs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.output_done.get(*i).copied().unwrap_or(true))
-            .map(|(_, out)| out.value)
-            .collect();
-        if pending
-            .iter()
-            .enumerate()
-            .any(|(i, v)| pending[..i].contains(v))
-        {
-            self.flush_all()?;
-        }
         for (i, out) in program.outputs.iter().enumerate() {
             if self.output_done.get(i).copied().unwrap_or(true) {
                 continue;

@@ -511,16 +511,13 @@ impl<'p> Planner<'p> {
         let out = views::row_major(&ty.dims, 0)?;
         let axis_stride = out.strides.get(axis).copied().unwrap_or(0);
         let dst = self.destination(v)?;
-        // An operand listed twice, or a shared value (which another operand may be a view
-        // of: `concat %8, slice(%8)`), is read by two kernels: a waiting contraction fused
-        // into the first copy (directly or through a view or an expression over it) would
-        // leave nothing stored for the second to read, so waiting products are emitted first.
-        let shared = |x: &ValueId| self.uses.get(x.index()).is_some_and(|&u| u > 1);
-        if xs
-            .iter()
-            .enumerate()
-            .any(|(i, x)| xs[..i].contains(x) || shared(x))
-        {
+        // An operand listed twice is copied by two kernels, but counts as one use (`uses`
+        // counts an instruction's distinct operands), so the fusion check cannot see the
+        // second copy: a waiting contraction fused into the first copy would leave nothing
+        // stored for the second to read, so waiting products are emitted first. Operands that
+        // are views of one another (`concat %s, slice(%s)`) are separate uses, which
+        // `fuse::read_by_another_kernel` counts.
+        if xs.iter().enumerate().any(|(i, x)| xs[..i].contains(x)) {
             self.flush_all()?;
         }
         let mut start: u64 = 0;
