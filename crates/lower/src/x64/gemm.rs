@@ -38,7 +38,7 @@ use super::asm::{add_imm, gpr, mov_imm, mul_imm, x64, Asm};
 use super::micro::Micro;
 use super::X64Tier;
 use crate::emit::contraction::frame::*;
-use crate::emit::contraction::{k_passes, schedule, EpilogueCall, Init, KBlock, Pass, Schedule};
+use crate::emit::contraction::{k_passes, schedule, EpilogueCall, KBlock, Pass, Schedule};
 use crate::kernel::ContractionKernel;
 use crate::target::EmitError;
 
@@ -309,13 +309,10 @@ impl Gemm<'_> {
         } else {
             x64!(self.ops; mov QWORD [rsp + T_ROW], r14);
         }
-        self.block(
-            rows,
-            pass.k_len,
-            pass.init,
-            pass.block,
-            pass.epilogue == EpilogueCall::Always,
-        )?;
+        if self.sched.pack_a.is_some() {
+            self.pack_a(rows, pass.k_len, pass.block)?;
+        }
+        self.column_panels(rows, pass)?;
         match pass.epilogue {
             EpilogueCall::Never => {}
             EpilogueCall::Always => self.call_epilogue(rows)?,
@@ -328,22 +325,6 @@ impl Gemm<'_> {
             }
         }
         Ok(())
-    }
-
-    /// One block of k for the row panel: A's block copied when the schedule says, then every
-    /// column panel; `last` for the last block of k.
-    fn block(
-        &mut self,
-        rows: u64,
-        k_len: u64,
-        init: Init,
-        block: KBlock,
-        last: bool,
-    ) -> Result<(), EmitError> {
-        if self.sched.pack_a.is_some() {
-            self.pack_a(rows, k_len, block)?;
-        }
-        self.column_panels(rows, k_len, init, block, last)
     }
 
     /// `rsi` += the byte offset of `block` along k for a step of `step` bytes (rax clobbered).
@@ -440,16 +421,15 @@ impl Gemm<'_> {
         Ok(())
     }
 
-    /// Every column panel of the tile for one block of k of `k_len` steps (the block `block`
+    /// Every column panel of the tile for the pass's block of k (`k_len` steps, block `block`
     /// of `tile_k` steps from k = 0), with `r12` at A's row panel.
-    fn column_panels(
-        &mut self,
-        rows: u64,
-        k_len: u64,
-        init: Init,
-        block: KBlock,
-        last_block: bool,
-    ) -> Result<(), EmitError> {
+    fn column_panels(&mut self, rows: u64, pass: Pass) -> Result<(), EmitError> {
+        let Pass {
+            k_len,
+            init,
+            block,
+            epilogue,
+        } = pass;
         let k = self.k;
         let size = i128::from(k.dtype.size_bytes() as i32);
         let ls = |d: usize| i128::from(k.lhs.map.strides.get(d).copied().unwrap_or(0));
@@ -523,13 +503,13 @@ impl Gemm<'_> {
                 (lda, ak)
             }
         };
-        // With k in blocks and several row panels a tile, in every block but a last one of
-        // its own (the loop's final pass asks for lines past the panel's k, which costs a
-        // prefetch and faults nothing): B's panel for the next block, tile_k steps ahead, so
-        // that the next block's first row panel finds it in the L2 cache. A tile of one row panel (a few rows: 1x768x3072)
-        // streams each block of B once, and the prefetches only add to its memory
-        // instructions: 10% slower with them.
-        let prefetch_b = (!last_block && k.tile_k < k.k && self.sched.t_rows > self.sched.mr)
+        // With k in blocks and several row panels a tile (T then holds the tile), in every
+        // block but a last one of its own (the loop's final pass asks for lines past the
+        // panel's k, which costs a prefetch and faults nothing): B's panel for the next block,
+        // tile_k steps ahead, so that the next block's first row panel finds it in the L2
+        // cache. A tile of one row panel (a few rows: 1x768x3072) streams each block of B
+        // once, and the prefetches only add to its memory instructions: 10% slower with them.
+        let prefetch_b = (epilogue != EpilogueCall::Always && self.sched.t_rows > self.sched.mr)
             .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
             .flatten();
         self.micro
