@@ -69,21 +69,31 @@ pub struct KernelEntry {
     pub worker_scratch: u64,
 }
 
-/// The cache sizes a compile blocked its kernels for (contraction tiles, panel widths): part of
-/// the artifact, so that the same program, target and blocking always give the same plan, and
-/// a loader can tell what the code was tuned for. Zero means "not recorded".
+/// The cache sizes a compile blocked its kernels for (contraction tiles, panel widths, which
+/// stores bypass the cache): part of the artifact, so that the same program, target and
+/// blocking always give the same plan, and a loader can tell what the code was tuned for. Zero
+/// means "not recorded".
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Blocking {
     /// Bytes of level-1 data cache per core.
     pub l1d: u64,
     /// Bytes of level-2 cache per core.
     pub l2: u64,
+    /// Bytes of the last-level cache, whole (however many cores share it): outputs at least
+    /// this large are written with non-temporal stores.
+    pub llc: u64,
 }
 
 impl fmt::Display for Blocking {
-    /// `l1d 48 KiB, l2 2048 KiB`.
+    /// `l1d 48 KiB, l2 2048 KiB, llc 32768 KiB`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "l1d {} KiB, l2 {} KiB", self.l1d >> 10, self.l2 >> 10)
+        write!(
+            f,
+            "l1d {} KiB, l2 {} KiB, llc {} KiB",
+            self.l1d >> 10,
+            self.l2 >> 10,
+            self.llc >> 10
+        )
     }
 }
 

@@ -24,8 +24,9 @@ pub struct Options {
     /// the reference interpreter's; with `true` float sums may differ by rounding, within the
     /// bounds the op documentation states.
     pub reassociate: bool,
-    /// The cache sizes kernels are blocked for (default: 32 KiB L1d, 512 KiB L2, at or below
-    /// what current cores have). A session passes the host's; recorded in the artifact.
+    /// The cache sizes kernels are blocked for (default: 32 KiB L1d, 512 KiB L2, 8 MiB
+    /// last-level cache, at or below what current machines have). A session passes the host's;
+    /// recorded in the artifact.
     pub caches: Blocking,
     /// The contraction register tiles `(rows, columns)` for f32 and f64; [`compile`] sets them
     /// from the target ([`Target::micro_tile`]).
@@ -67,6 +68,7 @@ impl Default for Options {
             caches: Blocking {
                 l1d: 32 << 10,
                 l2: 512 << 10,
+                llc: 8 << 20,
             },
             micro_tiles: [(6, 16), (6, 8)],
             blocks_k: false,
@@ -117,6 +119,11 @@ impl Options {
                 defaults.l2
             } else {
                 caches.l2
+            },
+            llc: if caches.llc == 0 {
+                defaults.llc
+            } else {
+                caches.llc
             },
         };
         self

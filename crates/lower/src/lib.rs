@@ -26,6 +26,7 @@ pub mod testing;
 pub mod x64;
 
 pub use compile::{compile, compile_detailed, Compilation, Options};
+pub use emit::streams_stores;
 pub use error::CompileError;
 pub use plan::{plan, plan_with, LoweredProgram, MAX_FUSED_NODES};
 pub use target::{

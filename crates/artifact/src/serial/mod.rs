@@ -5,9 +5,9 @@
 //! back and returns an artifact that has passed [`Artifact::validate`], so
 //! `from_bytes(&a.to_bytes()?)? == a` for every valid artifact `a`.
 //!
-//! # Layout (version 1)
+//! # Layout (version 2; version 1 had a 64-byte header without the last-level cache size)
 //!
-//! Little-endian throughout. A 64-byte header, a table of six 24-byte section entries, then
+//! Little-endian throughout. A 72-byte header, a table of six 24-byte section entries, then
 //! the sections, each starting at the first multiple of [`SECTION_ALIGN`] after the previous
 //! one (or after the table), padded with zero bytes:
 //!
@@ -24,6 +24,7 @@
 //! | 48 | 8 | total file length in bytes |
 //! | 56 | 4 | CRC-32 (IEEE) of every byte of the file except these four |
 //! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]); the other bits zero |
+//! | 64 | 8 | blocking: last-level cache bytes |
 //!
 //! A section entry is `kind u32, reserved u32 (zero), offset u64, length u64`; the kinds are
 //! [`SectionKind`]s, listed once each in their numeric order. `code` and `constants` are the raw
@@ -87,13 +88,13 @@ pub const MAGIC: [u8; 8] = [0x89, b'A', b'C', b'C', b'Y', b'A', 0x0D, 0x0A];
 /// reads. An artifact is tied to the compiler that made it (its code follows one ABI), so
 /// there are no minor versions: a file of any other version is refused with
 /// [`SerialError::UnsupportedVersion`], and recompiling the program is the remedy.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Every section starts at a multiple of this many bytes from the start of the file.
 pub const SECTION_ALIGN: usize = 16;
 
 /// Bytes of the fixed header.
-pub(crate) const HEADER_LEN: usize = 64;
+pub(crate) const HEADER_LEN: usize = 72;
 /// Bytes of one section-table entry.
 pub(crate) const ENTRY_LEN: usize = 24;
 /// Where the checksum field sits in the header.

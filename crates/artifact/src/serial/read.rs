@@ -200,6 +200,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Artifact, SerialError> {
         blocking: Blocking {
             l1d: le_u64(bytes, 32),
             l2: le_u64(bytes, 40),
+            llc: le_u64(bytes, 64),
         },
         flush_subnormals: flags & FLAG_FLUSH_SUBNORMALS != 0,
         code: code.0.to_vec(),

@@ -16,6 +16,7 @@ fn sample() -> Artifact {
     a.blocking = Blocking {
         l1d: 48 << 10,
         l2: 2 << 20,
+        llc: 32 << 20,
     };
     a.code = vec![0x31, 0xc0, 0xc3, 0x90, 0x31, 0xc0, 0xc3];
     a.kernels = vec![
@@ -128,6 +129,7 @@ fn layout_pins_header_fields_and_aligned_sections() {
     assert_eq!(u64_at(32), 48 << 10);
     assert_eq!(u64_at(40), 2 << 20);
     assert_eq!(u64_at(48), bytes.len() as u64);
+    assert_eq!(u64_at(64), 32 << 20, "the last-level cache");
     assert_eq!(
         u32_at(56),
         crc32fast::hash(&[&bytes[..56], &bytes[60..]].concat())
@@ -184,16 +186,23 @@ fn every_flipped_byte_is_refused() {
 #[test]
 fn a_newer_version_is_unsupported_whatever_follows() {
     let mut bytes = sample().to_bytes().unwrap();
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
     let err = Artifact::from_bytes(&bytes).unwrap_err();
     assert_eq!(
         err,
         SerialError::UnsupportedVersion {
-            found: 2,
+            found: FORMAT_VERSION + 1,
             supported: FORMAT_VERSION
         }
     );
-    assert!(err.to_string().contains("version 2"), "{err}");
+    let newer = format!("version {}", FORMAT_VERSION + 1);
+    assert!(err.to_string().contains(&newer), "{err}");
+    // Version 1 (a 64-byte header without the last-level cache) is refused the same way.
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    assert!(matches!(
+        Artifact::from_bytes(&bytes),
+        Err(SerialError::UnsupportedVersion { found: 1, .. })
+    ));
     // A newer file may have any layout after the version: only twelve bytes are needed.
     let mut short = MAGIC.to_vec();
     short.extend_from_slice(&7u32.to_le_bytes());

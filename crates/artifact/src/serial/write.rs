@@ -125,6 +125,7 @@ pub(super) fn write(a: &Artifact) -> Result<Vec<u8>, SerialError> {
     } else {
         0
     });
+    out.u64(a.blocking.llc);
     debug_assert_eq!(out.buf.len(), HEADER_LEN);
     for (kind, offset, len) in &placed {
         out.u32(kind.code());

@@ -77,6 +77,7 @@ impl CacheInfo {
         accy_artifact::Blocking {
             l1d: self.l1d.per_logical_cpu(),
             l2: self.l2.per_logical_cpu(),
+            llc: self.l3.unwrap_or(self.l2).size_bytes,
         }
     }
 

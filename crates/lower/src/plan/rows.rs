@@ -465,6 +465,7 @@ mod tests {
                 .with_caches(Blocking {
                     l1d: 4096,
                     l2: 8192,
+                    llc: 0,
                 });
             let regions = super::regions(&program, 8192);
             assert_eq!(regions.len(), 1, "{source}");

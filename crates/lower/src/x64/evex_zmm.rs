@@ -175,6 +175,11 @@ pub(crate) mod zv {
     pub(crate) const fn store(wide: bool) -> Op {
         float(wide, 0x11)
     }
+    /// `vmovntps`/`vmovntpd m512, zmm`: a store that bypasses the cache (the address must be
+    /// 64-byte aligned).
+    pub(crate) const fn store_nt(wide: bool) -> Op {
+        float(wide, 0x2b)
+    }
     /// `vmovaps zmm, zmm` (a register copy; also with a merge mask).
     pub(crate) const fn mov(wide: bool) -> Op {
         float(wide, 0x28)

@@ -100,7 +100,8 @@ pub(crate) fn emit_contraction(
     g.function()?;
     for (e, &label) in sched.epilogues.iter().zip(&labels) {
         x64!(g.ops; =>label);
-        super::kernel::emit_kernel(g.ops, &e.kernel, tier, reassociate)?;
+        // An epilogue writes one tile while its inputs are in cache: ordinary stores.
+        super::kernel::emit_kernel(g.ops, &e.kernel, tier, reassociate, None)?;
     }
     Ok(sched.worker_scratch)
 }

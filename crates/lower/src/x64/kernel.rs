@@ -9,7 +9,8 @@
 //!                                                rsp is 16-byte aligned from here on
 //! abi_version != ABI_VERSION or workgroup >= workgroup_count  -> return KERNEL_ABI_MISMATCH
 //! binding_count != bindings compiled for, or any binding_lengths[i] shorter than the bytes
-//!   binding i is compiled to access                          -> return KERNEL_BINDING_MISMATCH
+//!   binding i is compiled to access, or (with non-temporal stores) a store binding that is
+//!   not element-aligned                                      -> return KERNEL_BINDING_MISMATCH
 //! rbx = state, r12 = state.bindings, r13 = state.imports
 //! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
 //!   otherwise workgroup 0 does everything and the others return at once
@@ -30,6 +31,7 @@
 use accy_artifact::abi::{
     DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH,
 };
+use accy_artifact::Blocking;
 use accy_ir::DType;
 #[allow(
     unused_imports,
@@ -59,17 +61,23 @@ pub(crate) struct Emitter<'a> {
     pub masked: bool,
     /// Frame slots held in registers while a vector loop runs (see `pin.rs`).
     pub pinned: Vec<(i32, u8)>,
+    /// Whether the vector loop's whole-vector stores are non-temporal
+    /// ([`crate::streams_stores`]); each run of the inner loop first stores single points
+    /// until the store address is aligned to a vector, as those instructions require.
+    pub stream: bool,
 }
 
 /// Stack page size the frame probes step by (the smallest page size of x86-64 hosts).
 const PAGE: i32 = 4096;
 
-/// Emits `k` for `tier` at the assembler's current position.
+/// Emits `k` for `tier` at the assembler's current position; with `caches`, its stores are
+/// non-temporal where [`crate::streams_stores`] says so for those caches.
 pub(crate) fn emit_kernel(
     ops: &mut Asm,
     k: &LoopKernel,
     tier: X64Tier,
     reassociate: bool,
+    caches: Option<&Blocking>,
 ) -> Result<(), EmitError> {
     check_shape(k, tier.name())?;
     let live = k.live_nodes();
@@ -78,6 +86,8 @@ pub(crate) fn emit_kernel(
     } else {
         None
     };
+    let stream = vplan.as_ref().is_some_and(|p| !p.tiles())
+        && caches.is_some_and(|c| crate::streams_stores(k, c));
     let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), tier.name())?;
     let mut e = Emitter {
         ops,
@@ -88,6 +98,7 @@ pub(crate) fn emit_kernel(
         vplan,
         masked: false,
         pinned: Vec::new(),
+        stream,
     };
     e.emit_function()
 }
@@ -162,6 +173,11 @@ impl Emitter<'_> {
         self.emit_map_init();
         self.emit_consts()?;
         self.emit_dim(0)?;
+        if self.stream {
+            // Non-temporal stores are weakly ordered: make them visible before the
+            // dispatch reports this workgroup done.
+            x64!(self.ops; sfence);
+        }
         x64!(self.ops
             ; =>done
             ; xor eax, eax
@@ -201,6 +217,19 @@ impl Emitter<'_> {
             mov_imm(self.ops, gpr::RCX, bytes as i64);
             let at = (i as u32 * DispatchState::LENGTH_STRIDE) as i32;
             x64!(self.ops; cmp QWORD [rdx + at], rcx ; jb =>bad);
+        }
+        if self.stream {
+            // The alignment head counts whole elements to a vector boundary: refuse a store
+            // binding that is not element-aligned (the runtime never passes one).
+            let size = self.k.bindings[self.k.store.binding as usize]
+                .dtype
+                .size_bytes();
+            let b = self.k.store.binding as i32 * DispatchState::BINDING_STRIDE as i32;
+            x64!(self.ops
+                ; mov rcx, QWORD [r12 + b]
+                ; test cl, (size - 1) as i8
+                ; jnz =>bad
+            );
         }
     }
 

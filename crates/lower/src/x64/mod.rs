@@ -210,7 +210,8 @@ impl Target for X64Target {
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
             Kernel::Loop(k) => {
-                kernel::emit_kernel(ops, k, self.tier, options.reassociate).map(|()| 0)
+                let caches = Some(&options.caches);
+                kernel::emit_kernel(ops, k, self.tier, options.reassociate, caches).map(|()| 0)
             }
             Kernel::Contraction(k) => gemm::emit_contraction(ops, k, self.tier, options),
         })

@@ -59,6 +59,9 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
         let tile_pointers = self.emit_tile_pointers(plan);
+        if self.stream {
+            self.emit_store_alignment_head(d, plan)?;
+        }
         self.pin_loop_state(d, &tile_pointers);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
@@ -95,6 +98,54 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>ttop ; =>end);
         self.emit_map_restore(d);
         Ok(())
+    }
+
+    /// Makes the store address of the vector loop's first iteration a multiple of the vector
+    /// size, as the non-temporal stores require: when the run is misaligned and holds at least
+    /// a vector, one vector of points is computed and stored with an ordinary store, and the
+    /// run moves on by only as many points as reach the next aligned address; the loop then
+    /// stores the rest of that vector again, with the same values, since no node reads the
+    /// store binding ([`crate::streams_stores`]). Runs after the uniform prefix and before
+    /// the loop state is pinned, like the masked tail.
+    fn emit_store_alignment_head(&mut self, d: usize, plan: &VectorPlan) -> Result<(), EmitError> {
+        let counter = self.lay.counter[d];
+        let skip = self.ops.new_dynamic_label();
+        self.emit_bound(d, gpr::RCX);
+        x64!(self.ops
+            ; sub rcx, QWORD [rsp + counter]
+            ; cmp rcx, plan.lanes() as i32
+            ; jb =>skip
+        );
+        self.emit_points_to_alignment(plan);
+        x64!(self.ops; jz =>skip);
+        self.stream = false;
+        let stored = self
+            .emit_vector_body(plan)
+            .and_then(|()| self.emit_vstore(plan));
+        self.stream = true;
+        stored?;
+        // The maps have not moved: the same count again.
+        self.emit_points_to_alignment(plan);
+        x64!(self.ops; add QWORD [rsp + counter], rcx);
+        self.emit_map_step_rcx(d);
+        x64!(self.ops; =>skip);
+        Ok(())
+    }
+
+    /// rcx = the points from the current store address to the next multiple of the vector
+    /// size (0 when it is one; ZF set then). The store binding is element-aligned (checked
+    /// on entry), so that many points reach it exactly. Clobbers rax.
+    fn emit_points_to_alignment(&mut self, plan: &VectorPlan) {
+        let vector_bytes = if plan.zmm { 64 } else { 32 };
+        let b = self.k.store.binding as i32 * 8;
+        self.slot_to_rax(self.lay.store_map);
+        x64!(self.ops; mov rcx, QWORD [r12 + b]);
+        if plan.wide {
+            x64!(self.ops; lea rcx, [rcx + rax * 8] ; neg rcx ; and ecx, vector_bytes - 1 ; shr ecx, 3);
+        } else {
+            x64!(self.ops; lea rcx, [rcx + rax * 4] ; neg rcx ; and ecx, vector_bytes - 1 ; shr ecx, 2);
+        }
+        x64!(self.ops; test ecx, ecx);
     }
 
     /// Jumps to `top` while another whole vector fits in dim `d` (counter + lanes <= bound):
@@ -247,7 +298,17 @@ impl Emitter<'_> {
         let b = self.k.store.binding as i32 * 8;
         self.slot_to_rax(map);
         x64!(self.ops; mov rcx, QWORD [r12 + b]);
-        if plan.zmm {
+        if self.stream && !self.masked {
+            // Aligned by the run's head (`emit_store_alignment_head`).
+            if plan.zmm {
+                let to = super::vector_zmm::element(plan.wide);
+                self.z(Zins::new(zv::store_nt(plan.wide), src, 0, to));
+            } else if plan.wide {
+                x64!(self.ops; vmovntpd [rcx + rax * 8], Ry(src));
+            } else {
+                x64!(self.ops; vmovntps [rcx + rax * 4], Ry(src));
+            }
+        } else if plan.zmm {
             self.zstore(plan.wide, src);
         } else if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);

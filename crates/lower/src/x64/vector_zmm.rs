@@ -448,7 +448,7 @@ impl Emitter<'_> {
 }
 
 /// `[rcx + rax * size]`: the current element of the binding whose base is in rcx.
-fn element(wide: bool) -> Zrm {
+pub(crate) fn element(wide: bool) -> Zrm {
     let scale = if wide { 8 } else { 4 };
     Zrm::Mem {
         base: super::asm::gpr::RCX,

@@ -24,6 +24,7 @@ fn options(blocks_k: bool) -> Options {
     let mut o = Options::default().with_caches(Blocking {
         l1d: 48 << 10,
         l2: 1 << 20,
+        llc: 32 << 20,
     });
     o.micro_tiles = [(14, 32), (14, 16)];
     o.blocks_k = blocks_k;
@@ -88,6 +89,7 @@ fn blocked_k_plans_compute_the_same() {
     let mut o = options(true).with_caches(Blocking {
         l1d: 2 << 10,
         l2: 16 << 10,
+        llc: 0,
     });
     o.micro_tiles = [(4, 8), (4, 4)];
     let source = dot(30, 150, 70);

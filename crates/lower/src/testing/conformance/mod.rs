@@ -19,6 +19,7 @@ mod loops;
 pub(crate) mod math;
 mod nodes;
 mod random;
+mod streaming;
 
 use accy_artifact::abi::ABI_VERSION;
 
@@ -264,6 +265,11 @@ pub const GROUPS: &[Group] = &[
         run: loops::many_values,
     },
     Group {
+        name: "streaming_stores",
+        floor: 100,
+        run: streaming::streaming_stores,
+    },
+    Group {
         name: "abi",
         floor: 7,
         run: abi::abi,
@@ -416,6 +422,10 @@ macro_rules! conformance_tests {
                 group("many_values")
             }
             #[test]
+            fn streaming_stores() {
+                group("streaming_stores")
+            }
+            #[test]
             fn abi() {
                 group("abi")
             }
@@ -456,6 +466,7 @@ macro_rules! conformance_tests {
                         "in_place",
                         "uniform_values",
                         "many_values",
+                        "streaming_stores",
                         "abi",
                         "immediates",
                         "contraction",

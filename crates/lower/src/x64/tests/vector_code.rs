@@ -10,6 +10,46 @@ use crate::kernel::{Kernel, KernelNode, LoopKernel, Node};
 use crate::target::Target;
 use crate::x64::{X64Target, X64Tier};
 
+/// An output at least as large as the last-level cache is written with non-temporal stores (and a
+/// closing `sfence`) on both vector tiers, for 4- and 8-byte elements; a smaller one, or one
+/// whose rows are too short, with ordinary stores.
+#[test]
+fn large_outputs_stream_past_the_cache() {
+    for tier in [X64Tier::Avx2, X64Tier::Avx512] {
+        for (dtype, nt) in [(DType::F32, "vmovntps"), (DType::F64, "vmovntpd")] {
+            let mut k = add_kernel();
+            k.dims[0] = 1000;
+            for b in &mut k.bindings {
+                b.dtype = dtype;
+                b.elements = 1000;
+            }
+            for n in &mut k.nodes {
+                n.dtype = dtype;
+            }
+            let bytes = 1000 * dtype.size_bytes();
+            let with_llc = |k: &LoopKernel, llc: u64| {
+                let options = Options::default().with_caches(accy_artifact::Blocking {
+                    llc,
+                    ..Options::default().caches
+                });
+                let code = X64Target::new(tier)
+                    .emit(&[Kernel::Loop(k.clone())], &options)
+                    .expect("emit");
+                disassemble(&code.code).expect("decodes")
+            };
+            let streamed = with_llc(&k, bytes);
+            assert!(streamed.contains(nt), "{tier:?} {dtype}:\n{streamed}");
+            assert!(streamed.contains("sfence"), "{tier:?} {dtype}:\n{streamed}");
+            let cached = with_llc(&k, bytes + 8);
+            assert!(!cached.contains("vmovnt"), "{tier:?} {dtype}:\n{cached}");
+            assert!(!cached.contains("sfence"), "{tier:?} {dtype}:\n{cached}");
+            k.dims[0] = crate::emit::STREAM_MIN_RUN - 1;
+            let short = with_llc(&k, 8);
+            assert!(!short.contains("vmovnt"), "{tier:?} {dtype}:\n{short}");
+        }
+    }
+}
+
 #[test]
 fn avx512_tier_runs_zmm_vector_loops_ending_with_a_masked_iteration() {
     let target = X64Target::new(X64Tier::Avx512);
@@ -65,6 +105,14 @@ fn zmm_loop_forms_decode_as_intended() {
         (
             Zins::new(zv::load(false), 0, 0, Zrm::rsp(0)),
             "vmovups zmm0,[rsp]",
+        ),
+        (
+            Zins::new(zv::store_nt(false), 6, 0, elem),
+            "vmovntps [rcx+rax*4],zmm6",
+        ),
+        (
+            Zins::new(zv::store_nt(true), 17, 0, wide_elem),
+            "vmovntpd [r13+r9*8],zmm17",
         ),
         (Zins::rrr(zv::mov(false), 16, 0, 7), "vmovaps zmm16,zmm7"),
         (
