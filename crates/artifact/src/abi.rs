@@ -67,8 +67,9 @@ pub const KERNEL_OK: u32 = 0;
 pub const KERNEL_ABI_MISMATCH: u32 = 1;
 
 /// Status a kernel returns when the dispatch gives it a different number of bindings than it
-/// was compiled for, or a binding shorter than the bytes it accesses: the runtime and the
-/// artifact disagree, and running would touch memory outside the bindings.
+/// was compiled for, or a binding shorter than the bytes it accesses, or (in code with
+/// non-temporal stores) a store binding that is not aligned to its element size: the runtime
+/// and the artifact disagree, and running would touch memory outside the bindings or fault.
 pub const KERNEL_BINDING_MISMATCH: u32 = 2;
 
 /// Status a kernel returns when the worker index is out of range or the worker scratch is

@@ -68,6 +68,14 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         crate::plan::blocking::LINE_BY_ROWS
     }
 
+    /// Whether this target's code for `k`, compiled with `options`, writes its result with
+    /// non-temporal stores: [`crate::streams_stores`] allows it, and the target's code for `k`
+    /// has the vector loop that uses them (by default: never). Shown by `accy inspect`.
+    fn streams_stores(&self, k: &crate::kernel::LoopKernel, options: &Options) -> bool {
+        let _ = (k, options);
+        false
+    }
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
     /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed [`Kernel::validate`].
     /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an

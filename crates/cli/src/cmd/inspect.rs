@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use accy_artifact::{Arch, CpuFeature};
+use accy_artifact::Arch;
 use accy_executable::CpuInfo;
 use accy_ir::Program;
 use accy_lower::{lookup_host, lookup_name, Compilation, Options, Target};
@@ -126,11 +126,7 @@ fn render(
         match compiled.and_then(|(c, _)| c.kernels.get(i)) {
             Some(k) => {
                 let _ = write!(s, "\n{i}: {k}");
-                // Only x64's vector loops (AVX2 and up) honour the hint.
-                let streams = artifact.target.arch == Arch::X86_64
-                    && artifact.target.features.contains(CpuFeature::Avx2)
-                    && k.as_loop()
-                        .is_some_and(|k| accy_lower::streams_stores(k, &artifact.blocking));
+                let streams = compiled.is_some_and(|(c, _)| c.non_temporal.get(i) == Some(&true));
                 if streams {
                     let _ = writeln!(
                         s,

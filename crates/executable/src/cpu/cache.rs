@@ -71,13 +71,20 @@ impl CacheInfo {
     };
 
     /// The cache sizes to block kernels for on this host, as the compiler takes them
-    /// (`accy_lower::Options::caches`): each level's share per logical CPU, so that blocking
-    /// never counts on cache another busy core is using.
+    /// (`accy_lower::Options::caches`): the L1d's and L2's share per logical CPU, so that
+    /// blocking never counts on cache another busy core is using; the last-level cache whole
+    /// (what decides whether an output can stay cached at all), 0 when no source reported the
+    /// caches (the compiler then assumes its default).
     pub fn blocking(&self) -> accy_artifact::Blocking {
         accy_artifact::Blocking {
             l1d: self.l1d.per_logical_cpu(),
             l2: self.l2.per_logical_cpu(),
-            llc: self.l3.unwrap_or(self.l2).size_bytes,
+            llc: match (self.l3, self.source) {
+                (Some(l3), _) => l3.size_bytes,
+                (None, CacheSource::Defaults) => 0,
+                // Detected, without an L3: the L2 is the last level.
+                (None, _) => self.l2.size_bytes,
+            },
         }
     }
 
@@ -300,6 +307,13 @@ mod tests {
         );
         assert_eq!(info.l3.unwrap().per_logical_cpu(), (30 << 20) / 16);
         assert_eq!(info.line_size, 128);
+        // The L1d and L2 are blocked for per logical CPU, the last level is taken whole.
+        let b = info.blocking();
+        assert_eq!((b.l1d, b.l2, b.llc), (24 << 10, 1 << 20, 30 << 20));
+        let no_l3 = CacheInfo { l3: None, ..info };
+        assert_eq!(no_l3.blocking().llc, 2 << 20, "the L2 is the last level");
+        // Unknown caches leave the last level to the compiler's default.
+        assert_eq!(CacheInfo::DEFAULTS.blocking().llc, 0);
         // Without an L2 the source is incomplete and must not be used.
         std::fs::remove_dir_all(dir.join("index2")).unwrap();
         assert_eq!(from_sysfs(&dir), None);

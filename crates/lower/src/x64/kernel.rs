@@ -62,8 +62,9 @@ pub(crate) struct Emitter<'a> {
     /// Frame slots held in registers while a vector loop runs (see `pin.rs`).
     pub pinned: Vec<(i32, u8)>,
     /// Whether the vector loop's whole-vector stores are non-temporal
-    /// ([`crate::streams_stores`]); each run of the inner loop first stores single points
-    /// until the store address is aligned to a vector, as those instructions require.
+    /// ([`crate::streams_stores`]); each run of the inner loop first moves on to a store
+    /// address aligned to a vector, as those instructions require (see
+    /// `emit_store_alignment_head`).
     pub stream: bool,
 }
 
@@ -81,13 +82,8 @@ pub(crate) fn emit_kernel(
 ) -> Result<(), EmitError> {
     check_shape(k, tier.name())?;
     let live = k.live_nodes();
-    let vplan = if tier.has_avx2() {
-        vector::plan(k, &live, reassociate, tier == X64Tier::Avx512)
-    } else {
-        None
-    };
-    let stream = vplan.as_ref().is_some_and(|p| !p.tiles())
-        && caches.is_some_and(|c| crate::streams_stores(k, c));
+    let vplan = vector_plan(k, &live, tier, reassociate);
+    let stream = streams(k, vplan.as_ref(), caches);
     let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), tier.name())?;
     let mut e = Emitter {
         ops,
@@ -101,6 +97,45 @@ pub(crate) fn emit_kernel(
         stream,
     };
     e.emit_function()
+}
+
+/// The vector plan of `k` on `tier`, if its innermost parallel dim is vectorized.
+fn vector_plan(
+    k: &LoopKernel,
+    live: &[bool],
+    tier: X64Tier,
+    reassociate: bool,
+) -> Option<VectorPlan> {
+    if tier.has_avx2() {
+        vector::plan(k, live, reassociate, tier == X64Tier::Avx512)
+    } else {
+        None
+    }
+}
+
+/// Whether the code for `k` with vector plan `vplan` uses non-temporal stores: only the
+/// vector loop has them, and not with tiles (whose pointers the alignment head does not step).
+fn streams(k: &LoopKernel, vplan: Option<&VectorPlan>, caches: Option<&Blocking>) -> bool {
+    vplan.is_some_and(|p| !p.tiles()) && caches.is_some_and(|c| crate::streams_stores(k, c))
+}
+
+/// Whether [`emit_kernel`] with `caches` gives `k` non-temporal stores on `tier`
+/// ([`crate::Target::streams_stores`]).
+pub(crate) fn uses_non_temporal_stores(
+    k: &LoopKernel,
+    tier: X64Tier,
+    reassociate: bool,
+    caches: &Blocking,
+) -> bool {
+    if check_shape(k, tier.name()).is_err() {
+        return false;
+    }
+    let live = k.live_nodes();
+    streams(
+        k,
+        vector_plan(k, &live, tier, reassociate).as_ref(),
+        Some(caches),
+    )
 }
 
 impl Emitter<'_> {

@@ -207,6 +207,10 @@ impl Target for X64Target {
         }
     }
 
+    fn streams_stores(&self, k: &crate::kernel::LoopKernel, options: &Options) -> bool {
+        kernel::uses_non_temporal_stores(k, self.tier, options.reassociate, &options.caches)
+    }
+
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
             Kernel::Loop(k) => {

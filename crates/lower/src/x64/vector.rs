@@ -103,9 +103,9 @@ impl Emitter<'_> {
     /// Makes the store address of the vector loop's first iteration a multiple of the vector
     /// size, as the non-temporal stores require: when the run is misaligned and holds at least
     /// a vector, one vector of points is computed and stored with an ordinary store, and the
-    /// run moves on by only as many points as reach the next aligned address; the loop then
-    /// stores the rest of that vector again, with the same values, since no node reads the
-    /// store binding ([`crate::streams_stores`]). Runs after the uniform prefix and before
+    /// run moves on by only as many points as reach the next aligned address; the loop (or
+    /// the tail) then stores the rest of that vector again, which is harmless since no node
+    /// reads the store binding ([`crate::streams_stores`]): the last store of a point wins. Runs after the uniform prefix and before
     /// the loop state is pinned, like the masked tail.
     fn emit_store_alignment_head(&mut self, d: usize, plan: &VectorPlan) -> Result<(), EmitError> {
         let counter = self.lay.counter[d];

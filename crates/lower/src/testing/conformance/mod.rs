@@ -266,7 +266,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "streaming_stores",
-        floor: 100,
+        floor: 320,
         run: streaming::streaming_stores,
     },
     Group {

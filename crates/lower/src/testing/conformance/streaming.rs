@@ -1,16 +1,19 @@
-//! Outputs written with non-temporal stores (`crate::streams_stores`): the same kernels as
-//! the elementwise groups, compiled for a last-level cache so small that every one of them
-//! streams, so each run of the inner loop starts with the scalar head that aligns the store
-//! address — at every alignment the guard-page placement and the row strides give — and
-//! then stores whole vectors past the cache. A backend that ignores the hint passes as well.
+//! Outputs written with non-temporal stores (`crate::streams_stores`): elementwise kernels
+//! compiled for a last-level cache so small that every one of them streams, so each run of the
+//! inner loop starts with the vector that brings the store address to a vector boundary, then
+//! stores whole vectors past the cache. One-dimensional kernels (what the planner makes of any
+//! contiguous elementwise op, split inside their only dim across workgroups) and row-by-row
+//! ones; store offsets 0 to 7 elements past the binding's start (which the guard-page placement
+//! puts at an address set by the binding's size) vary how far each run is from the boundary.
+//! A backend that ignores the hint passes as well.
 
 use accy_artifact::Blocking;
 use accy_ir::{BinaryOp, DType, UnaryOp};
 
 use super::Conformance;
 use crate::emit::STREAM_MIN_RUN;
-use crate::kernel::{IndexMap, Node};
-use crate::testing::kernels::{binary_2d, buffers_for, node as kn};
+use crate::kernel::{IndexMap, LoopKernel, Node};
+use crate::testing::kernels::{binary_2d, buffers_for, elementwise, node as kn};
 
 pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     let mut options = s.options.clone();
@@ -21,7 +24,45 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
     let mut suite = Conformance::new(s.runner, options);
     let run = STREAM_MIN_RUN;
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
-        for (rows, cols) in [(1, run), (1, run + 1), (3, 300), (2, 1000), (5, run + 13)] {
+        // A second node after the loads: neg for floats, a subtraction for integers (both
+        // vectorized on every vector tier).
+        let op = |x: u32, y: u32| {
+            if dtype.is_float() {
+                Node::Unary {
+                    op: UnaryOp::Neg,
+                    x,
+                }
+            } else {
+                Node::Binary {
+                    op: BinaryOp::Sub,
+                    lhs: x,
+                    rhs: y,
+                }
+            }
+        };
+        for n in [run, run + 5, 1000, 4099] {
+            let add = kn(
+                Node::Binary {
+                    op: BinaryOp::Add,
+                    lhs: 0,
+                    rhs: 1,
+                },
+                dtype,
+            );
+            let flat = elementwise(
+                "stream_1d",
+                n,
+                &[dtype, dtype],
+                vec![add, kn(op(2, 0), dtype)],
+            );
+            for offset in [0, 1, 3, 7] {
+                let k = with_store_offset(&flat, offset);
+                for workgroups in [1, 2, 3, 7] {
+                    suite.check(&k, &buffers_for(&k, 21), workgroups)?;
+                }
+            }
+        }
+        for (rows, cols) in [(1, run + 1), (3, 300), (2, 1000), (5, run + 13)] {
             let n = rows * cols;
             // a row-major, b broadcast along each row (a uniform value of the inner loop).
             let k = binary_2d(
@@ -31,7 +72,7 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
                 (rows, 0, [1, 0]),
                 BinaryOp::Add,
             );
-            for workgroups in [1, 2, 3] {
+            for workgroups in [1, 3] {
                 suite.check(&k, &buffers_for(&k, 11), workgroups)?;
             }
             // Rows of the output 3 elements apart: each row starts at another alignment.
@@ -39,25 +80,21 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
             padded.store.map = IndexMap::new(2, &[cols as i64 + 3, 1]);
             padded.bindings[2].elements = rows * (cols + 3) + 2;
             suite.check(&padded, &buffers_for(&padded, 12), 2)?;
-            // A body with more than one node after the loads.
             let mut longer = k.clone();
-            let neg = if dtype.is_float() {
-                Node::Unary {
-                    op: UnaryOp::Neg,
-                    x: 2,
-                }
-            } else {
-                Node::Binary {
-                    op: BinaryOp::Mul,
-                    lhs: 2,
-                    rhs: 0,
-                }
-            };
-            longer.nodes.push(kn(neg, dtype));
+            longer.nodes.push(kn(op(2, 0), dtype));
             longer.result = 3;
             suite.check(&longer, &buffers_for(&longer, 13), 1)?;
         }
     }
     s.checked += suite.checked;
     Ok(())
+}
+
+/// `k` (one-dimensional) storing `offset` elements into a store binding that much longer.
+fn with_store_offset(k: &LoopKernel, offset: i64) -> LoopKernel {
+    let mut k = k.clone();
+    k.store.map.offset = offset;
+    let store = k.store.binding as usize;
+    k.bindings[store].elements += offset as u64;
+    k
 }

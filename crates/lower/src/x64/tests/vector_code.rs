@@ -32,10 +32,14 @@ fn large_outputs_stream_past_the_cache() {
                     llc,
                     ..Options::default().caches
                 });
-                let code = X64Target::new(tier)
+                let target = X64Target::new(tier);
+                let code = target
                     .emit(&[Kernel::Loop(k.clone())], &options)
                     .expect("emit");
-                disassemble(&code.code).expect("decodes")
+                let text = disassemble(&code.code).expect("decodes");
+                // What `accy inspect` reports agrees with the code.
+                assert_eq!(target.streams_stores(k, &options), text.contains("vmovnt"));
+                text
             };
             let streamed = with_llc(&k, bytes);
             assert!(streamed.contains(nt), "{tier:?} {dtype}:\n{streamed}");
