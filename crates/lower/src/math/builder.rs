@@ -181,6 +181,11 @@ impl<'a> Builder<'a> {
         self.unary(UnaryOp::Neg, x)
     }
 
+    /// `√x`, correctly rounded.
+    pub(crate) fn sqrt(&mut self, x: V) -> V {
+        self.unary(UnaryOp::Sqrt, x)
+    }
+
     /// `|x|`.
     pub(crate) fn abs(&mut self, x: V) -> V {
         self.unary(UnaryOp::Abs, x)

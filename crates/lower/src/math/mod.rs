@@ -6,8 +6,10 @@
 //! expanded kernel.
 //!
 //! [`expand`] replaces the `Unary` nodes of `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin` and
-//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions. `pow`
-//! has no expansion yet: a kernel with a float `pow` still calls the import table per element. [`crate::compile()`] calls it in default mode
+//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions, and a
+//! float `pow` whose exponent is a constant 0, 1, 2, 3, 4, 0.5 or -1 by products, a square
+//! root or a division (`power.rs`). Other `pow`s have no expansion yet: a kernel with one
+//! still calls the import table per element. [`crate::compile()`] calls it in default mode
 //! ([`crate::Options::reassociate`]) on targets with a fused multiply-add
 //! ([`crate::Target::has_fma`]); exact mode, and the SSE2 tier (scalar code only, no FMA),
 //! keep calling the runtime's import table, which is bit-identical to the reference
@@ -24,11 +26,12 @@ mod erf;
 mod exp;
 mod hyperbolic;
 mod log;
+mod power;
 mod trig;
 
 use std::collections::HashMap;
 
-use accy_ir::{DType, UnaryOp};
+use accy_ir::{BinaryOp, DType, UnaryOp};
 
 use crate::kernel::{Kernel, KernelError, KernelNode, Node, NodeId};
 use builder::{Builder, Format, V};
@@ -50,12 +53,29 @@ fn unary_expansion(op: UnaryOp) -> Option<Expansion> {
     }
 }
 
-/// Whether `node` (of `dtype`) is a call this module expands.
+/// Whether `node` (of `dtype`) is a call this module expands, or (a float `pow`) may expand,
+/// depending on its exponent (see `power.rs`).
 pub(crate) fn expands(node: &Node, dtype: DType) -> bool {
     let float = matches!(dtype, DType::F32 | DType::F64);
     match node {
         Node::Unary { op, .. } => float && unary_expansion(*op).is_some(),
+        Node::Binary {
+            op: BinaryOp::Pow, ..
+        } => float,
         _ => false,
+    }
+}
+
+/// The value of constant node `id` of `nodes` as an f64, if it is a float constant.
+fn constant(nodes: &[KernelNode], id: NodeId) -> Option<f64> {
+    let n = nodes.get(id as usize)?;
+    let Node::Const { bits } = n.node else {
+        return None;
+    };
+    match n.dtype {
+        DType::F32 => Some(f64::from(f32::from_bits(bits as u32))),
+        DType::F64 => Some(f64::from_bits(bits)),
+        _ => None,
     }
 }
 
@@ -108,6 +128,18 @@ fn expand_nodes(
             (Node::Unary { op, x }, Some(fmt)) if expands(&node, n.dtype) => {
                 let f = unary_expansion(*op)?;
                 f(&mut Builder::new(&mut out, &mut consts, fmt, scale_b), *x)
+            }
+            (
+                Node::Binary {
+                    op: BinaryOp::Pow,
+                    lhs,
+                    rhs,
+                },
+                Some(fmt),
+            ) if constant(&out, *rhs).is_some_and(power::supports) => {
+                let c = constant(&out, *rhs)?;
+                let mut b = Builder::new(&mut out, &mut consts, fmt, scale_b);
+                power::pow_by_constant(&mut b, *lhs, c)?
             }
             (Node::Const { bits }, _) => {
                 let key = (n.dtype, *bits);

@@ -7,6 +7,17 @@ use accy_ir::{DType, UnaryOp};
 use crate::kernel::{run_kernel, Node};
 use crate::testing::kernels::{elementwise, expanded_for, node};
 
+/// `values` rounded to `dtype` (f32 or f64), as little-endian bytes.
+fn le_bytes(values: &[f64], dtype: DType) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| match dtype {
+            DType::F32 => (v as f32).to_le_bytes().to_vec(),
+            _ => v.to_le_bytes().to_vec(),
+        })
+        .collect()
+}
+
 /// Scaling by `2^n` with one `scaleb` node (the AVX-512 targets' expansions) and with
 /// exponent-field arithmetic (every other target's) gives the same bits for each function
 /// built on the exponential: both round once, so the choice of target changes no result. A
@@ -40,13 +51,7 @@ fn scaling_with_scale_b_changes_no_result() {
             -103.97208,
             709.782712893384,
         ]);
-        let bytes: Vec<u8> = values
-            .iter()
-            .flat_map(|&v| match dtype {
-                DType::F32 => (v as f32).to_le_bytes().to_vec(),
-                _ => v.to_le_bytes().to_vec(),
-            })
-            .collect();
+        let bytes = le_bytes(&values, dtype);
         let n = values.len();
         for op in [UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf] {
             let k = elementwise(
@@ -71,6 +76,117 @@ fn scaling_with_scale_b_changes_no_result() {
             let size = dtype.size_bytes() as usize;
             for (i, (p, s)) in plain.chunks(size).zip(scaled.chunks(size)).enumerate() {
                 assert_eq!(p, s, "{op} {dtype} at {}", values[i]);
+            }
+        }
+    }
+}
+
+/// `pow` by each constant exponent with an expansion, against the platform's `pow` (which
+/// exact mode calls): the same special values (signed zeros, infinities, NaN), and within one
+/// ULP elsewhere (the expansions are correctly rounded or within a fraction of an ULP; the
+/// platform's `pow` is within one), over edge values, the overflow and underflow boundaries of
+/// `x³` and `x⁴`, and a sweep of magnitudes.
+#[test]
+fn pow_by_constant_exponents_matches_the_platform_pow() {
+    use crate::testing::conformance::math::POW_EXPONENTS;
+    let mut values: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e-45,
+        1e-40,
+        1e-310,
+        4.9e-324,
+        3.4e38,
+        1.7e308,
+        // x³ and x⁴ near f32's overflow (2^128) and underflow thresholds, f64's too.
+        6.98e12,
+        6.99e12,
+        4.2949e9,
+        4.2950e9,
+        1.8446743e19,
+        1.8446744e19,
+        5.64e102,
+        5.65e102,
+        1.34e154,
+        1.35e154,
+        3.4e38,
+        2.6e-26,
+        3.2e-20,
+        2.5e-78,
+        1.5e-77,
+        1e-15,
+        1e-26,
+        1e-108,
+    ];
+    values.extend((1..400).map(|i| 1.173f64.powi(i - 200) * (1.0 + f64::from(i) * 1e-3)));
+    let values: Vec<f64> = values.iter().flat_map(|&v| [v, -v]).collect();
+    for dtype in [DType::F32, DType::F64] {
+        let bytes = le_bytes(&values, dtype);
+        let n = values.len();
+        for e in POW_EXPONENTS {
+            let bits = match dtype {
+                DType::F32 => u64::from((e as f32).to_bits()),
+                _ => e.to_bits(),
+            };
+            let k = elementwise(
+                "pow",
+                n as u64,
+                &[dtype],
+                vec![
+                    node(Node::Const { bits }, dtype),
+                    node(
+                        Node::Binary {
+                            op: accy_ir::BinaryOp::Pow,
+                            lhs: 0,
+                            rhs: 1,
+                        },
+                        dtype,
+                    ),
+                ],
+            );
+            let k = expanded_for(k, false).expect("expands");
+            assert!(
+                !k.nodes.iter().any(|n| matches!(
+                    n.node,
+                    Node::Binary {
+                        op: accy_ir::BinaryOp::Pow,
+                        ..
+                    }
+                )),
+                "pow by {e} did not expand"
+            );
+            let mut input = bytes.clone();
+            let mut out = vec![0u8; bytes.len()];
+            run_kernel(&k, &mut [&mut input, &mut out]).expect("runs");
+            for (i, &x) in values.iter().enumerate() {
+                let (got, want, ulps) = match dtype {
+                    DType::F32 => {
+                        let got = f32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+                        let want = (x as f32).powf(e as f32);
+                        let d = (got.to_bits() as i64 - want.to_bits() as i64).unsigned_abs();
+                        (f64::from(got), f64::from(want), d)
+                    }
+                    _ => {
+                        let got = f64::from_le_bytes(out[8 * i..8 * i + 8].try_into().unwrap());
+                        let want = x.powf(e);
+                        let d = (got.to_bits() as i64).abs_diff(want.to_bits() as i64);
+                        (got, want, d)
+                    }
+                };
+                let special = !want.is_finite() || want == 0.0;
+                let ok = if want.is_nan() {
+                    got.is_nan()
+                } else if special {
+                    got.to_bits() == want.to_bits()
+                } else {
+                    got.signum() == want.signum() && ulps <= 1
+                };
+                assert!(ok, "pow({x:e}, {e}) {dtype}: {got:e}, platform {want:e}");
             }
         }
     }

@@ -120,7 +120,36 @@ pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 bin(BinaryOp::Mul, 5, 6),
             ],
         );
-        s.check(&expanded_for(chain, scale_b)?, &[input, output], 1)?;
+        s.check(
+            &expanded_for(chain, scale_b)?,
+            &[input.clone(), output.clone()],
+            1,
+        )?;
+        // pow by each constant exponent with an expansion.
+        for e in POW_EXPONENTS {
+            let k = elementwise(
+                &format!("pow_{e}_{dtype}"),
+                n,
+                &[dtype],
+                vec![c(e), bin(BinaryOp::Pow, 0, 1)],
+            );
+            let k = expanded_for(k, scale_b)?;
+            if k.nodes.iter().any(|n| {
+                matches!(
+                    n.node,
+                    Node::Binary {
+                        op: BinaryOp::Pow,
+                        ..
+                    }
+                )
+            }) {
+                return Err(format!("pow by {e} ({dtype}) did not expand"));
+            }
+            s.check(&k, &[input.clone(), output.clone()], 2)?;
+        }
     }
     Ok(())
 }
+
+/// The constant exponents `pow` expands for (`crate::math`'s `power.rs`).
+pub(crate) const POW_EXPONENTS: [f64; 7] = [0.0, 1.0, 2.0, 3.0, 4.0, 0.5, -1.0];

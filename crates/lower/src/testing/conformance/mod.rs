@@ -221,7 +221,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "math",
-        floor: 16,
+        floor: 30,
         run: math::math,
     },
     Group {
