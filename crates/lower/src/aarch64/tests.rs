@@ -195,4 +195,8 @@ fn expanded_math_is_vectorized() {
             assert!(plan.is_some(), "{op} {dtype} stays scalar");
         }
     }
+    for (k, _) in crate::testing::conformance::math::pow_kernels(false).expect("expands") {
+        let plan = super::vector::plan(&k, &k.live_nodes(), true);
+        assert!(plan.is_some(), "{} stays scalar", k.name);
+    }
 }

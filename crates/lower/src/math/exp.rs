@@ -84,13 +84,25 @@ pub(super) fn exp(b: &mut Builder<'_>, x: V) -> V {
 
 /// `e^x` for an `x` that stays where `reach` says (see the module doc).
 pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
+    exp_of_sum(b, x, None, reach)
+}
+
+/// `e^(x + tail)` for a `tail` far below `x` (at most about an ULP of it: the low part of a
+/// double-word argument, as `pow` has), added to the reduced argument so the result is rounded
+/// once; the guards look at `x` alone.
+pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reach) -> V {
     let w = usize::from(b.fmt.wide());
-    let x_in = if reach.low {
+    let (x_in, tail) = if reach.low {
         let lo = b.f(UNDERFLOW[w]);
         let below = b.lt(x, lo);
-        b.select(below, lo, x)
+        // A clamped argument drops its tail, which may be large in absolute terms there.
+        let tail = tail.map(|t| {
+            let zero = b.f(0.0);
+            b.select(below, zero, t)
+        });
+        (b.select(below, lo, x), tail)
     } else {
-        x
+        (x, tail)
     };
     let (log2e, magic) = (b.f(LOG2E[w]), b.f(b.fmt.magic()));
     let t = b.fma(x_in, log2e, magic);
@@ -99,6 +111,10 @@ pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
     let (hi, lo) = (b.f(-ln2[0]), b.f(-ln2[1]));
     let r = b.fma(n, hi, x_in);
     let r = b.fma(n, lo, r);
+    let r = match tail {
+        Some(t) => b.add(r, t),
+        None => r,
+    };
     let coefficients: &[f64] = b.pick(&P32, &P64);
     let p = b.poly(r, coefficients);
     let r2 = b.mul(r, r);

@@ -6,10 +6,10 @@
 //! expanded kernel.
 //!
 //! [`expand`] replaces the `Unary` nodes of `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin` and
-//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions, and a
-//! float `pow` whose exponent is a constant 0, 1, 2, 3, 4, 0.5 or -1 by products, a square
-//! root or a division (`power.rs`). Other `pow`s have no expansion yet: a kernel with one
-//! still calls the import table per element. [`crate::compile()`] calls it in default mode
+//! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions, and
+//! `pow`: a float `pow` whose exponent is a constant 0, 1, 2, 3, 4, 0.5 or -1 by products, a
+//! square root or a division, any other f32 `pow` by the general expansion (`power.rs`); an
+//! f64 `pow` by another exponent still calls the import table per element. [`crate::compile()`] calls it in default mode
 //! ([`crate::Options::reassociate`]) on targets with a fused multiply-add
 //! ([`crate::Target::has_fma`]); exact mode, and the SSE2 tier (scalar code only, no FMA),
 //! keep calling the runtime's import table, which is bit-identical to the reference
@@ -66,9 +66,10 @@ pub(crate) fn expands(node: &Node, dtype: DType) -> bool {
     }
 }
 
-/// The value of constant node `id` of `nodes` as an f64, if it is a float constant.
-fn constant(nodes: &[KernelNode], id: NodeId) -> Option<f64> {
-    let n = nodes.get(id as usize)?;
+/// The value of constant node `id` of `nodes` as an f64, if it is a float constant of
+/// `dtype` (the operand of a well-typed node of that dtype; validation runs after expansion).
+fn constant(nodes: &[KernelNode], id: NodeId, dtype: DType) -> Option<f64> {
+    let n = nodes.get(id as usize).filter(|n| n.dtype == dtype)?;
     let Node::Const { bits } = n.node else {
         return None;
     };
@@ -136,10 +137,21 @@ fn expand_nodes(
                     rhs,
                 },
                 Some(fmt),
-            ) if constant(&out, *rhs).is_some_and(power::supports) => {
-                let c = constant(&out, *rhs)?;
+            ) if constant(&out, *rhs, n.dtype).is_some_and(power::supports) => {
+                let c = constant(&out, *rhs, n.dtype)?;
                 let mut b = Builder::new(&mut out, &mut consts, fmt, scale_b);
                 power::pow_by_constant(&mut b, *lhs, c)?
+            }
+            (
+                Node::Binary {
+                    op: BinaryOp::Pow,
+                    lhs,
+                    rhs,
+                },
+                Some(fmt),
+            ) if !fmt.wide() => {
+                let mut b = Builder::new(&mut out, &mut consts, fmt, scale_b);
+                power::pow(&mut b, *lhs, *rhs)?
             }
             (Node::Const { bits }, _) => {
                 let key = (n.dtype, *bits);

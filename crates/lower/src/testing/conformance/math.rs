@@ -148,8 +148,123 @@ pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             s.check(&k, &[input.clone(), output.clone()], 2)?;
         }
     }
+    // pow(x, y) for f32 (f64 keeps calling the import table), on every pair of the grid.
+    let (xs, ys) = pow_grid();
+    let k = elementwise(
+        "pow_f32",
+        xs.len() as u64,
+        &[DType::F32, DType::F32],
+        vec![node(
+            Node::Binary {
+                op: BinaryOp::Pow,
+                lhs: 0,
+                rhs: 1,
+            },
+            DType::F32,
+        )],
+    );
+    let k = expanded_for(k, scale_b)?;
+    let x: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let y: Vec<u8> = ys.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let out = vec![0xAB; x.len()];
+    s.check(&k, &[x, y, out], 3)?;
     Ok(())
+}
+
+#[cfg(test)]
+/// The `pow` kernels default mode turns into vector code, expanded as `scale_b` says: f32 and
+/// f64 `pow` by each of [`POW_EXPONENTS`], and f32 `pow(x, y)`; each with its dtype.
+pub(crate) fn pow_kernels(
+    scale_b: bool,
+) -> Result<Vec<(crate::kernel::LoopKernel, DType)>, String> {
+    let mut kernels = Vec::new();
+    for dtype in [DType::F32, DType::F64] {
+        for e in POW_EXPONENTS {
+            let bits = match dtype {
+                DType::F32 => u64::from((e as f32).to_bits()),
+                _ => e.to_bits(),
+            };
+            let pow = Node::Binary {
+                op: BinaryOp::Pow,
+                lhs: 0,
+                rhs: 1,
+            };
+            let k = elementwise(
+                &format!("pow_{e}_{dtype}"),
+                100,
+                &[dtype],
+                vec![node(Node::Const { bits }, dtype), node(pow, dtype)],
+            );
+            kernels.push((expanded_for(k, scale_b)?, dtype));
+        }
+    }
+    let pow = Node::Binary {
+        op: BinaryOp::Pow,
+        lhs: 0,
+        rhs: 1,
+    };
+    let k = elementwise(
+        "pow_f32",
+        100,
+        &[DType::F32, DType::F32],
+        vec![node(pow, DType::F32)],
+    );
+    kernels.push((expanded_for(k, scale_b)?, DType::F32));
+    Ok(kernels)
 }
 
 /// The constant exponents `pow` expands for (`crate::math`'s `power.rs`).
 pub(crate) const POW_EXPONENTS: [f64; 7] = [0.0, 1.0, 2.0, 3.0, 4.0, 0.5, -1.0];
+
+/// Every `x` of a grid of special and ordinary values with every `y` of another, as
+/// `(xs, ys)` of the same length: zeros, ±1, infinities, NaN, subnormals, integers odd and
+/// even (2^23 + 1 is odd, 2^24 + 2 even), non-integers, and exponents that overflow and
+/// underflow.
+pub(crate) fn pow_grid() -> (Vec<f32>, Vec<f32>) {
+    let xs: Vec<f32> = [
+        0.0f32,
+        1.0,
+        0.5,
+        2.0,
+        3.0,
+        f32::INFINITY,
+        1e-40,
+        f32::MIN_POSITIVE,
+        0.999_999_9,
+        1.000_000_1,
+        1.5,
+        10.0,
+        3.4e38,
+        7.7,
+    ]
+    .iter()
+    .flat_map(|&v| [v, -v])
+    .chain([f32::NAN])
+    .collect();
+    let ys: Vec<f32> = [
+        0.0f32,
+        1.0,
+        2.0,
+        3.0,
+        0.5,
+        2.5,
+        f32::INFINITY,
+        8_388_609.0,
+        16_777_218.0,
+        1e10,
+        127.0,
+        -149.5,
+        0.333_333_34,
+        1e-30,
+        40.0,
+    ]
+    .iter()
+    .flat_map(|&v| [v, -v])
+    .chain([f32::NAN])
+    .collect();
+    let pairs: Vec<(f32, f32)> = xs
+        .iter()
+        .flat_map(|&x| ys.iter().map(move |&y| (x, y)))
+        .collect();
+    pairs.into_iter().unzip()
+}

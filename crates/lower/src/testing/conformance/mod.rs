@@ -221,7 +221,7 @@ pub const GROUPS: &[Group] = &[
     },
     Group {
         name: "math",
-        floor: 30,
+        floor: 31,
         run: math::math,
     },
     Group {

@@ -36,6 +36,10 @@ fn expanded_math_is_vectorized() {
             assert_eq!(vector_lanes(&k), Some(lanes), "{op} {dtype}");
         }
     }
+    for (k, dtype) in crate::testing::conformance::math::pow_kernels(false).expect("expands") {
+        let lanes = if dtype == DType::F32 { 8 } else { 4 };
+        assert_eq!(vector_lanes(&k), Some(lanes), "{}", k.name);
+    }
 }
 
 #[test]
