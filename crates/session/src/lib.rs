@@ -36,6 +36,7 @@ mod error;
 mod handle;
 mod mapping;
 pub mod model;
+mod options;
 mod session;
 
 pub use accy_executable::{
@@ -51,7 +52,8 @@ pub use model::{
     Allocation, Command, DefinitionId, Kernel, Model, ModelContext, ModelDefinition, ModelFailure,
     ModelRecorder, PreparedModel, Region,
 };
-pub use session::{Session, SessionOptions, MAX_PROGRAMS};
+pub use options::SessionOptions;
+pub use session::{Session, MAX_PROGRAMS};
 
 /// Decodes a program from wire bytes (`docs/wire-format.md`) without compiling it, for the
 /// calls that take a [`Program`] ([`Model::new`], [`Model::prepare`]) when what a host has is

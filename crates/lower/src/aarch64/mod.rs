@@ -1,4 +1,4 @@
-//! The AArch64 backend: [`A64Target`] translates [`LoopKernel`]s into AAPCS64 machine code
+//! The AArch64 backend: [`A64Target`] translates [`LoopKernel`](crate::kernel::LoopKernel)s into AAPCS64 machine code
 //! with `dynasm` (`.arch aarch64`), for the ARMv8.0-A baseline with Advanced SIMD (NEON).
 //!
 //! Files mirror `x64/` one for one, so a diff between the two directories shows only ISA

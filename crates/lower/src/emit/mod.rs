@@ -96,7 +96,7 @@ pub(crate) const STREAM_MIN_RUN: u64 = 256;
 /// (an output that size cannot stay cached for a later reader anyway; a smaller one may, and
 /// measured faster with ordinary stores: a 16 MiB layer norm output with a 32 MiB cache ran in
 /// 1.4 ms with them, 2.5 ms without), it walks its innermost dim
-/// contiguously in runs of at least [`STREAM_MIN_RUN`] elements, its elements are 4 or 8
+/// contiguously in runs of at least 256 elements (`STREAM_MIN_RUN`), its elements are 4 or 8
 /// bytes, and no node reads the store binding (so an emitter may store a point twice, with the
 /// same value, to reach an aligned address). Only where the result cannot change: a store's
 /// value is the same whichever instruction writes it. An emitter honours it on its vectorized

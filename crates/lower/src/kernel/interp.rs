@@ -15,8 +15,8 @@ use accy_ir::interp::scalar::{self, Scalar};
 use accy_ir::{BinaryOp, DType, ReduceOp};
 use accy_math::Float;
 
+use super::error::{KernelError, Site};
 use super::scale_b;
-use super::validate::{KernelError, Site};
 use super::{ContractionKernel, IndexMap, KernelBinding, KernelNode, LoopKernel, Node, NodeId};
 
 /// Runs `kernel` on `bindings` (buffer `i` is binding `i`, holding exactly

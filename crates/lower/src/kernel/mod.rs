@@ -41,13 +41,14 @@ use smallvec::SmallVec;
 
 mod contraction;
 mod display;
+mod error;
 mod interp;
 mod scale_b;
 mod validate;
 
 pub use contraction::{ContractionKernel, Operand};
+pub use error::{KernelError, Site};
 pub use interp::{run_contraction, run_kernel};
-pub use validate::{KernelError, Site};
 
 /// A kernel in either form; what [`crate::Target::emit`] translates.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The x86-64 backend: [`X64Target`] translates [`LoopKernel`]s into System V AMD64 machine
+//! The x86-64 backend: [`X64Target`] translates [`LoopKernel`](crate::kernel::LoopKernel)s into System V AMD64 machine
 //! code with `dynasm`, for one of three instruction-set tiers ([`X64Tier`]).
 //!
 //! Files, in the order a later `aarch64/` directory mirrors them:
