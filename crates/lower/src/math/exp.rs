@@ -60,6 +60,11 @@ const LOG2E: [f64; 2] = [1.4426950216293335, std::f64::consts::LOG2_E];
 const UNDERFLOW: [f64; 2] = [-104.0, -746.0];
 /// The largest x whose correctly rounded `e^x` is finite.
 const OVERFLOW: [f64; 2] = [88.72283172607422, 709.782712893384];
+/// The guard's threshold for an argument with a tail: the high part alone may lie a little
+/// past [`OVERFLOW`] while the sum does not, so the guard only catches arguments whose `n`
+/// would exceed the largest exponent plus one (128, 1024); below, the scaling overflows to
+/// ±inf by itself exactly where the rounded result does.
+const OVERFLOW_WITH_TAIL: [f64; 2] = [89.0, 710.0];
 
 /// Which ends of the range an argument can reach, so the guards for the others are left out.
 #[derive(Clone, Copy, Debug)]
@@ -87,9 +92,11 @@ pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
     exp_of_sum(b, x, None, reach)
 }
 
-/// `e^(x + tail)` for a `tail` far below `x` (at most about an ULP of it: the low part of a
-/// double-word argument, as `pow` has), added to the reduced argument so the result is rounded
-/// once; the guards look at `x` alone.
+/// `e^(x + tail)` for a `tail` small next to `x` (the low part of a double-word argument, as
+/// `pow` has; a few hundred times below `x`'s ULP or less), added to the reduced argument so
+/// the result is rounded once. The underflow clamp looks at `x` alone and drops the tail; the
+/// overflow guard, also on `x` alone, sits where it cannot cut off a finite result
+/// ([`OVERFLOW_WITH_TAIL`]).
 pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reach) -> V {
     let w = usize::from(b.fmt.wide());
     let (x_in, tail) = if reach.low {
@@ -132,7 +139,12 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
     if !reach.high {
         return y;
     }
-    let (limit, inf) = (b.f(OVERFLOW[w]), b.f(f64::INFINITY));
+    let limit = if tail.is_some() {
+        OVERFLOW_WITH_TAIL[w]
+    } else {
+        OVERFLOW[w]
+    };
+    let (limit, inf) = (b.f(limit), b.f(f64::INFINITY));
     let inside = b.le(x, limit);
     let beyond = b.mul(x, inf);
     b.select(inside, y, beyond)

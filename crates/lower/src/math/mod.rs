@@ -9,7 +9,8 @@
 //! `cos` of every kernel (loop bodies and contraction epilogues) by their expansions, and
 //! `pow`: a float `pow` whose exponent is a constant 0, 1, 2, 3, 4, 0.5 or -1 by products, a
 //! square root or a division, any other f32 `pow` by the general expansion (`power.rs`); an
-//! f64 `pow` by another exponent still calls the import table per element. [`crate::compile()`] calls it in default mode
+//! f64 `pow` by another exponent still calls the import table per element.
+//! [`crate::compile()`] calls it in default mode
 //! ([`crate::Options::reassociate`]) on targets with a fused multiply-add
 //! ([`crate::Target::has_fma`]); exact mode, and the SSE2 tier (scalar code only, no FMA),
 //! keep calling the runtime's import table, which is bit-identical to the reference

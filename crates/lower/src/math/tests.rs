@@ -215,12 +215,31 @@ fn pow_by_constant_exponents_matches_the_platform_pow() {
     }
 }
 
-/// The f32 `pow(x, y)` expansion against the platform's `powf` on [`pow_grid`]: the special
-/// cases (signed zeros, infinities, NaN, negative bases with odd, even and non-integer
-/// exponents) exactly, and within one ULP elsewhere; with both ways of scaling.
+/// The f32 `pow(x, y)` expansion against the platform's `powf` on the conformance grid
+/// (`pow_grid`) and pairs at the overflow and underflow edges: the special cases (signed
+/// zeros, infinities, NaN, negative bases with odd, even and non-integer exponents) exactly,
+/// and within one ULP elsewhere; with both ways of scaling.
 #[test]
 fn pow_expansion_gives_c99_special_values() {
-    let (xs, ys) = crate::testing::conformance::math::pow_grid();
+    let (mut xs, mut ys) = crate::testing::conformance::math::pow_grid();
+    // Results just below the largest float whose argument's high part lies past the overflow
+    // threshold; exact overflow; subnormal results of a non-integer y; non-integer and odd
+    // exponents between 2^22 and 2^24 with a negative x.
+    for (x, y) in [
+        (1.063_745_7_f32, 1_435.728_4),
+        (1.270_637_2, 370.421_66),
+        (2.0, 128.0),
+        (2.0, 127.999_99),
+        (2.0, -149.5),
+        (0.5, 149.4),
+        (-1.5, 4_194_304.5),
+        (-1.5, 4_194_305.0),
+        (-0.999_999_9, 8_388_609.0),
+        (-0.999_999_9, 16_777_216.0),
+    ] {
+        xs.push(x);
+        ys.push(y);
+    }
     let n = xs.len();
     let k = elementwise(
         "pow",
