@@ -267,6 +267,21 @@ impl<'a> Builder<'a> {
         self.push(Node::Bitcast { x: i }, float)
     }
 
+    /// `m` (+0 or more, or NaN) with the sign bit of `x`: how an odd function computed on
+    /// `|x|` gets its sign, two integer operations on the bits.
+    pub(crate) fn with_sign_of(&mut self, m: V, x: V) -> V {
+        let sign_bit = self.i(if self.fmt.wide() {
+            i64::MIN
+        } else {
+            i64::from(i32::MIN)
+        });
+        let x_bits = self.bits(x);
+        let sign = self.and(x_bits, sign_bit);
+        let m_bits = self.bits(m);
+        let signed = self.or(m_bits, sign);
+        self.float(signed)
+    }
+
     /// `Σ c[k] x^k` by Horner's rule, one fused multiply-add per coefficient after the first.
     pub(crate) fn poly(&mut self, x: V, c: &[f64]) -> V {
         let mut coefficients = c.iter().rev();

@@ -77,16 +77,7 @@ pub(super) fn tanh(b: &mut Builder<'_>, x: V) -> V {
     let split = b.f(SPLIT);
     let is_far = b.le(split, a);
     let magnitude = b.select(is_far, far, near);
-    let sign_bit = b.i(if b.fmt.wide() {
-        i64::MIN
-    } else {
-        i64::from(i32::MIN)
-    });
-    let x_bits = b.bits(x);
-    let sign = b.and(x_bits, sign_bit);
-    let m_bits = b.bits(magnitude);
-    let signed = b.or(m_bits, sign);
-    b.float(signed)
+    b.with_sign_of(magnitude, x)
 }
 
 /// The logistic function `1 / (1 + e^-x)`: the `sigmoid` op.
