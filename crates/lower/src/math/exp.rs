@@ -145,6 +145,8 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
         OVERFLOW[w]
     };
     let (limit, inf) = (b.f(limit), b.f(f64::INFINITY));
+    // NaN is not inside either: scaled through the bits (targets without `scaleb`), a NaN
+    // argument's y is finite garbage, so NaN must come from `x · inf`, not from y.
     let inside = b.le(x, limit);
     let beyond = b.mul(x, inf);
     b.select(inside, y, beyond)
