@@ -39,6 +39,17 @@ fn check(program: &Program, args: &[Tensor], options: &Options) -> Result<(), Te
     })
 }
 
+/// [`check`] of the program `source` with default options on deterministic generated args.
+fn check_on_generated_args(source: &str) {
+    let program = text::parse(source).unwrap();
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    runner
+        .run(&accy_ir::gen::arb_args(&program), |args| {
+            check(&program, &args, &Options::default())
+        })
+        .unwrap();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -67,6 +78,17 @@ proptest! {
         ..GenConfig::default()
     })) {
         check(&program, &args, &Options::default())?;
+    }
+
+    /// Row-blocked planning (`Options::row_blocks`, off by default) with caches so small that
+    /// every row-local run of instructions with a reduction is planned a block of rows at a
+    /// time (and every dot is blocked for them).
+    #[test]
+    fn row_blocked_plan_matches_interpreter((program, args) in arb_program_and_args()) {
+        let options = Options::default()
+            .with_row_blocks(true)
+            .with_caches(accy_artifact::Blocking { l1d: 64, l2: 128, llc: 0 });
+        check(&program, &args, &options)?;
     }
 }
 
@@ -152,12 +174,26 @@ fn a_dot_concatenated_with_itself_is_stored_for_both_copies() {
           %e = concat %t, %x2, %t, axis=0 : f64[7,2,3,5]",
     ] {
         let source = format!("program {{\n {dot}\n {tail}\n output %e\n }}");
-        let program = text::parse(&source).unwrap();
-        let mut runner = proptest::test_runner::TestRunner::deterministic();
-        runner
-            .run(&accy_ir::gen::arb_args(&program), |args| {
-                check(&program, &args, &Options::default())
-            })
-            .unwrap();
+        check_on_generated_args(&source);
+    }
+}
+
+/// A product read as both operands of the next dot (directly, or through a view): each
+/// operand is grouped by a kernel of its own (a copy, a packing, or a read in place), so the
+/// product must be stored, not fused into the first (the second then read a buffer nothing had
+/// written; a proptest case found this).
+#[test]
+fn a_product_multiplied_by_itself_is_stored_for_both_operands() {
+    let product = "%a = input \"a\" : f32[1,5,2]
+          %c = input \"c\" : f32[5,1,5]
+          %p = dot %c, %a, lhs_batch=[2,1], rhs_batch=[1,0], lhs_contract=[], rhs_contract=[] : f32[5,1,5,2]";
+    for tail in [
+        "%q = dot %p, %p, lhs_batch=[2], rhs_batch=[2], lhs_contract=[3,1,0], rhs_contract=[3,1,0] : f32[5]",
+        "%t = transpose %p, perm=[1,0,2,3] : f32[1,5,5,2]
+          %q = dot %t, %t, lhs_batch=[2], rhs_batch=[2], lhs_contract=[3,0,1], rhs_contract=[3,0,1] : f32[5]",
+        "%q = dot %p, %p, lhs_batch=[2,1], rhs_batch=[2,1], lhs_contract=[0], rhs_contract=[0] : f32[5,1,2,2]",
+    ] {
+        let source = format!("program {{\n {product}\n {tail}\n output %q\n }}");
+        check_on_generated_args(&source);
     }
 }

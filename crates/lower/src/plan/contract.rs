@@ -312,6 +312,13 @@ impl<'p> Planner<'p> {
         let m = product(&l_dims, &lf)?;
         let k = product(&l_dims, &lc)?;
         let n = product(&r_dims, &rf)?;
+        if lhs.0 == rhs.0 {
+            // One value as both operands is grouped (copied, packed or read in place) once
+            // per operand, but counted as one use: a waiting product fused into the first
+            // operand's kernel would leave nothing stored for the second. As for a value
+            // concatenated with itself, waiting products are emitted first.
+            self.flush_all()?;
+        }
         let a = self.grouped(lhs.0, [&lb, &lf, &lc])?;
         let b = self.grouped(rhs.0, [&rb, &rc, &rf])?;
         let (mr, nr) = self.options.micro_tile(dtype);

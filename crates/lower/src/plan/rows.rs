@@ -105,7 +105,10 @@ fn row_local(
                 // The operand's first axis must become the rows.
                 Some(0) if first(xt) == Some(total) => record(*x, Use::Rows),
                 Some(_) => false,
-                None => record(*x, Use::Whole),
+                // Used whole by every block: a value from outside, or a scalar of the region
+                // (a constant); a value of the region has rows, which must stay rows.
+                None if defined_before(*x) => record(*x, Use::Whole),
+                None => xt.dims.is_empty(),
             }
         }
         _ => false,
@@ -241,6 +244,12 @@ fn block_program(program: &Program, c: &Chunking, rows: u64) -> Option<BlockProg
     for k in c.start..c.end {
         let v = program.instruction_value(k);
         if used_after(v) {
+            // An exported value is stored block by block at its rows: one without them (a
+            // scalar constant of the region used later) cannot be, so the region is not
+            // chunked.
+            if first(program.value_type(v)?) != Some(c.total) {
+                return None;
+            }
             b.output(*map.get(&v)?).ok()?;
             exported.push(v);
         }

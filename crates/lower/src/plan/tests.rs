@@ -17,6 +17,7 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
 
 mod fuse;
 mod recompute;
+mod rows;
 mod tiles;
 
 use super::{plan, plan_with, LoweredProgram};
