@@ -314,3 +314,67 @@ fn large_transposes_avx2() {
 fn large_transposes_avx512() {
     large_transposes(Tier::Avx512, "x64-avx512");
 }
+
+/// `pow` in a product's epilogue, default mode: `(a · w)^c` for the constant exponents with
+/// their own expansion (2, 3, 0.5) and one through the general f32 expansion (2.5), fused
+/// into the contraction and run natively. Compared with the interpreter's product raised by
+/// the platform's `pow`: the product may differ by its reassociation bound, which the power
+/// scales by `c`, plus the expansion's 2 ULP.
+fn pow_epilogues(tier: Tier, expected_name: &str) {
+    let Some(session) = session_for(SessionOptions::default().with_max_tier(tier), expected_name)
+    else {
+        return;
+    };
+    let (m, k, n) = (5u64, 9u64, 7u64);
+    // Positive operands, so every power is finite and defined.
+    let a: Vec<f32> = (0..m * k).map(|i| 0.25 + (i % 7) as f32 * 0.125).collect();
+    let w: Vec<f32> = (0..k * n).map(|i| 0.5 + (i % 5) as f32 * 0.0625).collect();
+    for c in [2.0f32, 3.0, 0.5, 2.5] {
+        let source = format!(
+            "program {{
+              %a = input \"a\" : f32[{m},{k}]
+              %w = input \"w\" : f32[{k},{n}]
+              %d = dot %a, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[{m},{n}]
+              %c = constant {c:?} : f32[]
+              %cb = broadcast %c, dims=[{m},{n}], axes=[] : f32[{m},{n}]
+              %y = pow %d, %cb : f32[{m},{n}]
+              output %y
+            }}"
+        );
+        let program = text::parse(&source).unwrap();
+        let h = session
+            .compile_program_with_weights(&program, &Weights::empty())
+            .unwrap();
+        let mut out = vec![0.0f32; (m * n) as usize];
+        session
+            .invoke_typed(h, &mut Scratch::new(), &[&a, &w], &mut [&mut out])
+            .unwrap();
+        session.release(h).unwrap();
+        for i in 0..m as usize {
+            for j in 0..n as usize {
+                let terms: Vec<f64> = (0..k as usize)
+                    .map(|l| f64::from(a[i * k as usize + l]) * f64::from(w[l * n as usize + j]))
+                    .collect();
+                let exact: f64 = terms.iter().sum();
+                let want = exact.powf(f64::from(c));
+                let sum_bound = 2.0 * k as f64 * f64::from(f32::EPSILON);
+                let bound = want * (f64::from(c) * sum_bound + 3.0 * f64::from(f32::EPSILON));
+                let got = f64::from(out[i * n as usize + j]);
+                assert!(
+                    (got - want).abs() <= bound,
+                    "pow by {c} at ({i}, {j}): {got} vs {want} (bound {bound})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pow_epilogues_avx2() {
+    pow_epilogues(Tier::Avx2, "x64-avx2");
+}
+
+#[test]
+fn pow_epilogues_avx512() {
+    pow_epilogues(Tier::Avx512, "x64-avx512");
+}
