@@ -25,8 +25,9 @@
 //! Special values: below the underflow threshold (`x < -104` f32, `-746` f64; also -inf) the
 //! argument is clamped there, where the result rounds to +0. Above the overflow threshold
 //! (the largest x whose correctly rounded `e^x` is finite) and for +inf the result is
-//! `x · inf` = +inf, and NaN stays NaN (`x · inf` too). Callers that know their argument
-//! stays inside (tanh, erf) skip those guards.
+//! `x · inf` = +inf, and NaN stays NaN (`x · inf` too); with `scaleb`, which keeps a NaN
+//! NaN, a select of +inf does the same with one operation less. Callers that know their
+//! argument stays inside (tanh, erf) skip those guards.
 
 use super::builder::{Builder, V};
 
@@ -145,6 +146,11 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
         OVERFLOW[w]
     };
     let (limit, inf) = (b.f(limit), b.f(f64::INFINITY));
+    if b.has_scale_b {
+        // `scaleb` keeps a NaN argument's y NaN: past the limit the result is simply +inf.
+        let beyond = b.lt(limit, x);
+        return b.select(beyond, inf, y);
+    }
     // NaN is not inside either: scaled through the bits (targets without `scaleb`), a NaN
     // argument's y is finite garbage, so NaN must come from `x · inf`, not from y.
     let inside = b.le(x, limit);
