@@ -166,9 +166,6 @@ pub struct Compilation {
     /// For each kernel, the program's instructions (by index, ascending) whose work it does:
     /// what the kernel fused.
     pub sources: Vec<Vec<u32>>,
-    /// For each kernel, whether its code writes with non-temporal stores
-    /// ([`Target::streams_stores`]).
-    pub non_temporal: Vec<bool>,
 }
 
 /// Compiles `program` for `target`: verifies it, plans it (fusion, buffers, commands), in
@@ -196,14 +193,6 @@ pub fn compile_detailed(
         crate::math::expand(&mut lowered.kernels, options.scale_b)?;
     }
     let code = target.emit(&lowered.kernels, &options)?;
-    let non_temporal = lowered
-        .kernels
-        .iter()
-        .map(|k| {
-            k.as_loop()
-                .is_some_and(|k| target.streams_stores(k, &options))
-        })
-        .collect();
     let kernels = lowered.kernels.clone();
     let sources = lowered.sources.clone();
     let mut artifact = lowered.into_artifact(target.spec(), code)?;
@@ -214,7 +203,6 @@ pub fn compile_detailed(
         artifact,
         kernels,
         sources,
-        non_temporal,
     })
 }
 

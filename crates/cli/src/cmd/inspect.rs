@@ -39,7 +39,7 @@ pub fn inspect(
         let bytes = super::buffer::read_file(file)?;
         let artifact = accy_artifact::Artifact::from_bytes(&bytes)
             .map_err(|e| Failure::Invalid(format!("{}: {e}", file.display())))?;
-        let text = render(file, "from the artifact", &artifact, None, disassemble);
+        let text = render(file, "from the artifact", &artifact, None, &[], disassemble);
         return out.bytes(text.as_bytes());
     }
     let program = super::model::load_model(file, model, &[])?.program;
@@ -58,11 +58,23 @@ pub fn inspect(
         .with_caches(caches);
     let compiled = accy_lower::compile_detailed(&program, target.as_ref(), &options)
         .map_err(|e| Failure::Runtime(format!("compiling {}: {e}", file.display())))?;
+    // What the target's code does with each kernel's stores (x64 needs a vector loop besides
+    // what `streams_stores` allows); asked here, so compiles do not pay for it.
+    let emitted_with = options.for_target(target.as_ref());
+    let non_temporal: Vec<bool> = compiled
+        .kernels
+        .iter()
+        .map(|k| {
+            k.as_loop()
+                .is_some_and(|k| target.streams_stores(k, &emitted_with))
+        })
+        .collect();
     let text = render(
         file,
         target.name(),
         &compiled.artifact,
         Some((&compiled, &program)),
+        &non_temporal,
         disassemble,
     );
     out.bytes(text.as_bytes())
@@ -70,12 +82,13 @@ pub fn inspect(
 
 /// The listing of `artifact`; `compiled` (the compiler's kernel descriptions and the
 /// program) adds each kernel's description and fused instructions, which a loaded artifact
-/// does not keep.
+/// does not keep, and `non_temporal` (per kernel) which of them stream their stores.
 fn render(
     file: &Path,
     target: &str,
     artifact: &accy_artifact::Artifact,
     compiled: Option<(&Compilation, &Program)>,
+    non_temporal: &[bool],
     disassemble: bool,
 ) -> String {
     let mut s = String::new();
@@ -126,8 +139,7 @@ fn render(
         match compiled.and_then(|(c, _)| c.kernels.get(i)) {
             Some(k) => {
                 let _ = write!(s, "\n{i}: {k}");
-                let streams = compiled.is_some_and(|(c, _)| c.non_temporal.get(i) == Some(&true));
-                if streams {
+                if non_temporal.get(i) == Some(&true) {
                     let _ = writeln!(
                         s,
                         "  stores: non-temporal in the vector loop (the output is at least as \

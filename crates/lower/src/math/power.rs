@@ -248,11 +248,7 @@ fn special_cases(b: &mut Builder<'_>, x: V, y: V, a: V, magnitude: V) -> V {
     let toward = b.select(x_zero, minus_y, y);
     let vanishes = b.lt(toward, zero);
     let edge = b.select(vanishes, zero, inf);
-    let minus_edge = b.neg(edge);
-    let int_zero = b.i(0);
-    let x_bits = b.bits(x);
-    let sign_set = b.lt(x_bits, int_zero);
-    let with_sign = b.select(sign_set, minus_edge, edge);
+    let with_sign = b.with_sign_of(edge, x);
     let edge = by_parity(b, with_sign, edge, edge);
     let at_edge = b.select(x_inf, edge, r);
     let r = b.select(x_zero, edge, at_edge);
