@@ -271,6 +271,26 @@ pub enum ArtifactError {
         kernel: u32,
     },
 
+    /// A chained dispatch is not followed by a dispatch with the same workgroup count.
+    #[error(
+        "command {command}: dispatch chained to the next, which is not a dispatch of the same \
+         {workgroups} workgroups"
+    )]
+    BrokenChain {
+        /// Index in [`crate::LaunchPlan::commands`] of the chained dispatch.
+        command: usize,
+        /// Its workgroup count.
+        workgroups: u32,
+    },
+
+    /// A setup command is a chained dispatch: setup commands run per derived slot (only those
+    /// writing it, in order), so a chain would link commands of different slots.
+    #[error("setup command {command}: a dispatch chained to the next (setup runs no chains)")]
+    ChainedSetup {
+        /// Index in [`crate::Artifact::setup`]'s commands.
+        command: usize,
+    },
+
     /// A dispatch has more than [`crate::abi::MAX_BINDINGS`] bindings.
     #[error("command {command}: dispatch has {count} bindings, more than the limit {max}")]
     TooManyBindings {

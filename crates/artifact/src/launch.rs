@@ -6,7 +6,16 @@
 //!
 //! Execution semantics a runtime must give and a compiler may rely on:
 //! - commands run in order, and each completes entirely (all its workgroups) before the next
-//!   starts, so a later command sees every byte an earlier one wrote;
+//!   starts, so a later command sees every byte an earlier one wrote — except within a
+//!   *chain*: a dispatch marked [`Command::Dispatch::chained`] and the dispatch after it
+//!   (itself possibly chained on) have the same workgroup count and run together, workgroup
+//!   by workgroup: for each workgroup index `g`, on one thread and in order, each link's call
+//!   with index `g`; different indices may run concurrently and in any order. The compiler
+//!   guarantees that every byte a link's workgroup `g` reads or writes that another link of
+//!   the chain writes is touched by no other index of any link: so a chain computes what its
+//!   dispatches run one after the other would, while the data one link leaves for the next is
+//!   still in the cache (`accy-lower`'s `plan/chain.rs` forms them: a row softmax's or layer
+//!   norm's passes over a block of rows). Setup plans have no chains;
 //! - the workgroups `0..workgroups` of one dispatch may run concurrently and in any order: the
 //!   compiler guarantees that no two workgroups write the same byte and that no workgroup reads
 //!   a byte another one of the same dispatch writes;
@@ -14,7 +23,9 @@
 //!
 //! The validator ([`crate::Artifact::validate`]) proves every region lies inside its slot, no
 //! command writes a read-only slot (input, weight, constant), copies do not overlap, fills are
-//! well formed and dispatches name existing kernels. Whether two bindings of one dispatch may
+//! well formed, dispatches name existing kernels and each chained dispatch is followed by a
+//! dispatch of as many workgroups (not that the chain keeps its promise, which is the
+//! compiler's, as the workgroups' is). Whether two bindings of one dispatch may
 //! overlap is the kernel's own contract (an in-place elementwise kernel may bind the same
 //! bytes for reading and writing); the validator does not restrict it.
 
@@ -166,6 +177,9 @@ pub enum Command {
         scalars: Vec<u64>,
         /// Number of workgroups, at least 1.
         workgroups: u32,
+        /// Whether this dispatch runs workgroup by workgroup with the next command, which is
+        /// then a dispatch with the same workgroup count (see the module doc: a chain).
+        chained: bool,
     },
 }
 
@@ -246,6 +260,7 @@ impl fmt::Display for Command {
                 bindings,
                 scalars,
                 workgroups,
+                chained,
             } => {
                 write!(f, "dispatch kernel {kernel} x{workgroups} (")?;
                 for (i, b) in bindings.iter().enumerate() {
@@ -257,6 +272,9 @@ impl fmt::Display for Command {
                 f.write_str(")")?;
                 if !scalars.is_empty() {
                     write!(f, " scalars {scalars:?}")?;
+                }
+                if *chained {
+                    f.write_str(", chained to the next")?;
                 }
                 Ok(())
             }
@@ -326,6 +344,7 @@ mod tests {
             ],
             scalars: vec![],
             workgroups: 1,
+            chained: false,
         };
         assert_eq!(
             dispatch.accesses().collect::<Vec<_>>(),
@@ -364,6 +383,7 @@ mod tests {
             ],
             scalars: vec![3, 5],
             workgroups: 4,
+            chained: false,
         });
         assert_eq!(
             plan.to_string(),

@@ -14,20 +14,22 @@
 //!    a multiple of the slot's alignment; all scratch slots fit in one block of at most
 //!    `u64::MAX` bytes;
 //! 4. commands: dispatches name an existing kernel, have at least one workgroup and at most
-//!    [`abi::MAX_BINDINGS`] bindings and [`abi::MAX_SCALARS`] scalars; fills have width 1, 2 or
+//!    [`abi::MAX_BINDINGS`] bindings and [`abi::MAX_SCALARS`] scalars, and a chained one is
+//!    followed by a dispatch of as many workgroups; fills have width 1, 2 or
 //!    4 and a pattern that fits; copies have equal lengths; every region names an existing slot
 //!    and lies inside it (`offset + len <= byte_size`, with overflow caught); no command writes
 //!    an input, weight or constant slot; fill regions are aligned to the width; a copy's source
 //!    and destination do not overlap;
 //! 5. every byte of every output slot is written by some command;
 //! 6. derived slots and setup (module `setup`): each derived slot has a non-empty layout and
-//!    names a weight or constant slot of the plan; each setup command is well formed as in 4,
-//!    writes exactly one derived slot and touches nothing but it and its source; every byte of
+//!    names a weight or constant slot of the plan; each setup command is well formed as in 4
+//!    and not chained, writes exactly one derived slot and touches nothing but it and its source; every byte of
 //!    every derived slot is written by some setup command.
 //!
 //! Not checked (promises of the compiler, documented where they are made): that scratch and
 //! output bytes are written before they are read, that workgroups of one dispatch write
-//! disjoint bytes, that overlapping bindings of one dispatch are safe for that kernel, and that
+//! disjoint bytes, that a chain's links touch shared bytes from one workgroup index only,
+//! that overlapping bindings of one dispatch are safe for that kernel, and that
 //! kernels keep the ABI's rules.
 
 use std::collections::{BTreeMap, HashMap};
@@ -305,7 +307,8 @@ impl Artifact {
 
     fn check_commands(&self, usage: &mut [SlotUsage]) -> Result<(), ArtifactError> {
         for (c, command) in self.launch.commands.iter().enumerate() {
-            check_command_shape(c, command, self.kernels.len())?;
+            let next = self.launch.commands.get(c + 1);
+            check_command_shape(c, command, next, self.kernels.len())?;
             for (operand, region, access) in command.accesses() {
                 let Some(u) = usage.get_mut(region.slot.index()) else {
                     return Err(ArtifactError::UnknownSlot {
@@ -407,10 +410,11 @@ impl Artifact {
     }
 }
 
-/// Checks of one command that do not depend on its regions' slots.
+/// Checks of one command (followed by `next`) that do not depend on its regions' slots.
 pub(super) fn check_command_shape(
     c: usize,
     command: &Command,
+    next: Option<&Command>,
     kernel_count: usize,
 ) -> Result<(), ArtifactError> {
     match command {
@@ -443,7 +447,15 @@ pub(super) fn check_command_shape(
             bindings,
             scalars,
             workgroups,
+            chained,
         } => {
+            let same_grid = |next: &Command| matches!(next, Command::Dispatch { workgroups: w, .. } if w == workgroups);
+            if *chained && !next.is_some_and(same_grid) {
+                return Err(ArtifactError::BrokenChain {
+                    command: c,
+                    workgroups: *workgroups,
+                });
+            }
             if usize::try_from(*kernel).map_or(true, |k| k >= kernel_count) {
                 return Err(ArtifactError::UnknownKernel {
                     command: c,

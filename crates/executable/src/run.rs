@@ -12,6 +12,9 @@
 //!   [`Executor`] the bindings were prepared with, which may spread the workgroups over
 //!   threads (the ABI lets them run in any order, at once). A non-zero status stops the run
 //!   with a [`LaunchError`] naming the kernel; workgroups not yet started are skipped.
+//! - A chain (dispatches marked `chained`, then one that is not) runs as one dispatch whose
+//!   every workgroup calls each link's kernel in turn with its index, each with the link's
+//!   own state.
 //!
 //! Nothing here allocates (except to describe a failure): every table was built at load or
 //! by `prepare_borrowed` in the reusable [`crate::Scratch`].
@@ -152,58 +155,58 @@ pub(crate) unsafe fn execute(
     // The environment the artifact's kernels run in, on this thread (`dispatch` enters it on
     // worker threads too); the caller's comes back at the end.
     let _fp = FpEnvGuard::enter_flushing(loaded.flush_subnormals());
-    for (command, step) in steps.steps.iter().enumerate() {
+    let mut command = 0;
+    while let Some(step) = steps.steps.get(command) {
         match step {
             Step::Fill {
                 dst,
                 pattern,
                 width,
             } => {
-                if dst.len == 0 {
-                    continue;
+                if dst.len > 0 {
+                    let ptr = region_ptr(bases, dst);
+                    // SAFETY: `dst` lies inside a slot this step writes, so (the caller's
+                    // contract) `ptr..ptr + len` is valid for writes and nothing else accesses
+                    // it during this step.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, dst.len) };
+                    fill(bytes, pattern, *width);
                 }
-                let ptr = region_ptr(bases, dst);
-                // SAFETY: `dst` lies inside a slot this step writes, so (the caller's
-                // contract) `ptr..ptr + len` is valid for writes and nothing else accesses it
-                // during this step.
-                let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, dst.len) };
-                fill(bytes, pattern, *width);
+                command += 1;
             }
             Step::Copy { src, dst } => {
-                if dst.len == 0 {
-                    continue;
+                if dst.len > 0 {
+                    // SAFETY: both regions lie inside their slots; `src` is readable and `dst`
+                    // writable with no other access (the caller's contract); their lengths
+                    // are equal (validation) and they do not overlap: within one slot
+                    // validation proved it, and distinct slots are disjoint memory (binding
+                    // refused outputs that share bytes with inputs or outputs; weights,
+                    // constants, derived blocks and scratch are private allocations).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            region_ptr(bases, src).cast_const(),
+                            region_ptr(bases, dst),
+                            dst.len,
+                        );
+                    }
                 }
-                // SAFETY: both regions lie inside their slots; `src` is readable and `dst`
-                // writable with no other access (the caller's contract); their lengths are
-                // equal (validation) and they do not overlap: within one slot validation
-                // proved it, and distinct slots are disjoint memory (binding refused outputs
-                // that share bytes with inputs or outputs; weights, constants, derived blocks
-                // and scratch are private allocations).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        region_ptr(bases, src).cast_const(),
-                        region_ptr(bases, dst),
-                        dst.len,
-                    );
-                }
+                command += 1;
             }
-            Step::Dispatch {
-                kernel,
-                entry,
-                bindings: range,
-                scalars,
-                workgroups,
-            } => dispatch(
-                loaded,
-                executor,
-                workers,
-                command,
-                (*kernel, *entry),
-                &binding_ptrs[range.clone()],
-                &steps.binding_lengths[range.clone()],
-                &steps.scalars[scalars.clone()],
-                *workgroups,
-            )?,
+            Step::Dispatch { workgroups, .. } => {
+                // A chain runs up to its first unchained link (validation proved every
+                // chained dispatch is followed by a dispatch of as many workgroups).
+                let last = steps.steps[command..]
+                    .iter()
+                    .position(|s| !matches!(s, Step::Dispatch { chained: true, .. }))
+                    .map_or(steps.steps.len() - 1, |i| command + i);
+                let chain = Chain {
+                    first: command,
+                    links: &steps.steps[command..=last],
+                    steps,
+                    binding_ptrs,
+                };
+                dispatch(loaded, executor, workers, &chain, *workgroups)?;
+                command = last + 1;
+            }
         }
     }
     Ok(())
@@ -233,6 +236,11 @@ pub(crate) struct Workers {
     pub(crate) count: u32,
 }
 
+// SAFETY: the description is only read (into each call's state) while a dispatch runs; the
+// scratch it names is split by worker index, each slice used by one thread at a time (the
+// `Executor` contract), as `SharedState`'s comment says.
+unsafe impl Sync for Workers {}
+
 /// A dispatch's state, shared read-only by the threads running its workgroups.
 struct SharedState(DispatchState);
 
@@ -243,22 +251,56 @@ struct SharedState(DispatchState);
 // time (the `Executor` contract).
 unsafe impl Sync for SharedState {}
 
-/// Calls kernel `kernel` once per workgroup with the given bindings and scalars.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the parts of one prepared dispatch, passed apart to borrow them from two owners"
-)]
-fn dispatch(
-    loaded: &LoadedArtifact,
-    executor: &dyn Executor,
+/// The dispatch steps that run together, workgroup by workgroup: one unchained dispatch, or
+/// a chain (every link but the last chained to the next, all with the same workgroup count).
+struct Chain<'s> {
+    /// The command number of the first link.
+    first: usize,
+    /// The links, each a [`Step::Dispatch`].
+    links: &'s [Step],
+    /// The tables the links index.
+    steps: &'s Steps,
+    /// The binding addresses, one per `steps.binding_spans` entry.
+    binding_ptrs: &'s [*mut u8],
+}
+
+// SAFETY: a chain is only read while its dispatch runs: the binding addresses are copied into
+// each call's state, and the memory they name is accessed as `SharedState`'s comment says (the
+// compiler's promise, here per chain: a link's workgroup touches only bytes no other
+// workgroup index of the chain writes).
+unsafe impl Sync for Chain<'_> {}
+
+/// What one call of a link's kernel needs: its entry and state.
+struct Call<'c> {
+    entry: CodeEntry<'c>,
+    state: SharedState,
+}
+
+/// Link `link` (command `command`) of a chain with `workgroups` workgroups, ready to call;
+/// built on the stack for every call, so a chain of any length runs without allocating.
+fn prepare_call<'c>(
+    loaded: &'c LoadedArtifact,
     workers: &Workers,
-    command: usize,
-    (kernel, entry): (usize, u32),
-    binding_ptrs: &[*mut u8],
-    binding_lengths: &[u64],
-    scalars: &[u64],
+    chain: &Chain<'_>,
+    (command, link): (usize, &Step),
     workgroups: u32,
-) -> Result<(), LaunchError> {
+) -> Result<Call<'c>, LaunchError> {
+    let Step::Dispatch {
+        kernel,
+        entry,
+        bindings,
+        scalars,
+        ..
+    } = link
+    else {
+        // `execute` puts only dispatches into a chain.
+        return Err(LaunchError::NoEntry {
+            command,
+            kernel: 0,
+            source: CodeMemoryError::Empty,
+        });
+    };
+    let kernel = *kernel;
     let no_entry = |source| LaunchError::NoEntry {
         command,
         kernel,
@@ -267,7 +309,10 @@ fn dispatch(
     let code = loaded
         .code()
         .ok_or_else(|| no_entry(CodeMemoryError::Empty))?;
-    let entry = code.entry(entry).map_err(no_entry)?;
+    let entry = code.entry(*entry).map_err(no_entry)?;
+    let binding_ptrs = &chain.binding_ptrs[bindings.clone()];
+    let binding_lengths = &chain.steps.binding_lengths[bindings.clone()];
+    let scalars = &chain.steps.scalars[scalars.clone()];
     // Validation bounds both counts by `MAX_BINDINGS` / `MAX_SCALARS` (256); checked anyway.
     let (binding_count, scalar_count) =
         abi_counts(binding_ptrs.len(), scalars.len()).ok_or(LaunchError::TooManyArguments {
@@ -290,26 +335,74 @@ fn dispatch(
         worker_count: workers.count,
         reserved: 0,
     });
-    let failed = |workgroup: u32, status: u32| LaunchError::KernelFailed {
-        command,
-        kernel,
-        name: loaded
-            .kernels()
-            .get(kernel)
-            .map_or_else(String::new, |k| k.name.clone()),
-        workgroup,
-        workgroups,
-        status,
+    Ok(Call { entry, state })
+}
+
+/// Calls each link's kernel once per workgroup: for each workgroup, the links in order on one
+/// thread (the chain's promise makes that equal to running the links one after the other).
+fn dispatch(
+    loaded: &LoadedArtifact,
+    executor: &dyn Executor,
+    workers: &Workers,
+    chain: &Chain<'_>,
+    workgroups: u32,
+) -> Result<(), LaunchError> {
+    let links = || (chain.first..).zip(chain.links);
+    let failed = |link: usize, workgroup: u32, status: u32| {
+        let (command, kernel) = match chain.links.get(link) {
+            Some(Step::Dispatch { kernel, .. }) => (chain.first + link, *kernel),
+            _ => (chain.first, 0),
+        };
+        LaunchError::KernelFailed {
+            command,
+            kernel,
+            name: loaded
+                .kernels()
+                .get(kernel)
+                .map_or_else(String::new, |k| k.name.clone()),
+            workgroup,
+            workgroups,
+            status,
+        }
+    };
+    // One workgroup's calls of every link: the index of the first link that failed and its
+    // status, if one did.
+    let run_workgroup = |workgroup: u32, worker: u32| -> Option<(usize, u32)> {
+        for (i, link) in links().enumerate() {
+            let status = match prepare_call(loaded, workers, chain, link, workgroups) {
+                Ok(call) if worker < call.state.0.worker_count => {
+                    call_kernel(call.entry, &call.state, workgroup, worker)
+                }
+                // The executor promises worker < workers(), which `count` (clamped to u32)
+                // bounds; an executor breaking that gets the ABI's worker-mismatch status,
+                // not an aliased slice. (Preparing cannot fail here: it succeeded above.)
+                _ => abi::KERNEL_WORKER_MISMATCH,
+            };
+            if status != abi::KERNEL_OK {
+                return Some((i, status));
+            }
+        }
+        None
     };
     if workgroups == 1 {
-        let status = call(entry, &state, 0, 0);
-        return match status {
-            abi::KERNEL_OK => Ok(()),
-            status => Err(failed(0, status)),
-        };
+        for (i, link) in links().enumerate() {
+            let call = prepare_call(loaded, workers, chain, link, workgroups)?;
+            match call_kernel(call.entry, &call.state, 0, 0) {
+                abi::KERNEL_OK => {}
+                status => return Err(failed(i, 0, status)),
+            }
+        }
+        return Ok(());
     }
-    // The first failure as `workgroup << 32 | status`; later workgroups are skipped once set.
+    // Every link's entry and counts are checked before any workgroup runs, so the calls
+    // below cannot fail to prepare.
+    for link in links() {
+        prepare_call(loaded, workers, chain, link, workgroups)?;
+    }
+    // The first failure as `workgroup << 32 | status`, and the link it came from; later
+    // workgroups are skipped once it is set.
     let first_failure = AtomicU64::new(u64::MAX);
+    let failed_link = std::sync::atomic::AtomicUsize::new(usize::MAX);
     let flush = loaded.flush_subnormals();
     executor.run(workgroups, &|worker, workgroup| {
         if first_failure.load(Ordering::Relaxed) != u64::MAX {
@@ -318,30 +411,32 @@ fn dispatch(
         // A worker thread's environment is whatever its owner left: set the run's (one
         // control-register read when it is already so).
         let _fp = FpEnvGuard::enter_flushing(flush);
-        // The executor promises worker < workers(), which `count` (clamped to u32) bounds; an
-        // executor breaking that gets the ABI's worker-mismatch status, not an aliased slice.
-        let status = match u32::try_from(worker) {
-            Ok(worker) if worker < state.0.worker_count => call(entry, &state, workgroup, worker),
-            _ => abi::KERNEL_WORKER_MISMATCH,
+        let outcome = match u32::try_from(worker) {
+            Ok(worker) => run_workgroup(workgroup, worker),
+            Err(_) => Some((0, abi::KERNEL_WORKER_MISMATCH)),
         };
-        if status != abi::KERNEL_OK {
+        if let Some((link, status)) = outcome {
             let code = (u64::from(workgroup) << 32) | u64::from(status);
-            let _ = first_failure.compare_exchange(
-                u64::MAX,
-                code,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            if first_failure
+                .compare_exchange(u64::MAX, code, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                failed_link.store(link, Ordering::Relaxed);
+            }
         }
     });
     match first_failure.into_inner() {
         u64::MAX => Ok(()),
-        code => Err(failed((code >> 32) as u32, code as u32)),
+        code => Err(failed(
+            failed_link.into_inner(),
+            (code >> 32) as u32,
+            code as u32,
+        )),
     }
 }
 
 /// One workgroup's call of a kernel.
-fn call(entry: CodeEntry<'_>, state: &SharedState, workgroup: u32, worker: u32) -> u32 {
+fn call_kernel(entry: CodeEntry<'_>, state: &SharedState, workgroup: u32, worker: u32) -> u32 {
     // SAFETY: the entry is a kernel of a validated artifact, published for this host
     // (architecture and features checked at load), and follows the dispatch ABI: it has the
     // `Kernel` signature and touches only the bytes its bindings describe. `state` and the

@@ -29,13 +29,16 @@ pub(crate) enum Step {
     /// Copy `src` to `dst` (same length, no overlap).
     Copy { src: Span, dst: Span },
     /// Call kernel `kernel` (entry at `entry`) for each workgroup, with bindings
-    /// `binding_spans[bindings]` and scalars `scalars[scalars]`.
+    /// `binding_spans[bindings]` and scalars `scalars[scalars]`; when `chained`, workgroup by
+    /// workgroup with the next step (a dispatch with as many workgroups: validation proved
+    /// it).
     Dispatch {
         kernel: usize,
         entry: u32,
         bindings: Range<usize>,
         scalars: Range<usize>,
         workgroups: u32,
+        chained: bool,
     },
 }
 
@@ -74,6 +77,7 @@ impl Steps {
                 bindings,
                 scalars,
                 workgroups,
+                chained,
             } => {
                 let index = *kernel as usize;
                 // Validation proved the kernel exists; `get` keeps this panic-free anyway.
@@ -91,6 +95,7 @@ impl Steps {
                     bindings: first_binding..self.binding_spans.len(),
                     scalars: first_scalar..self.scalars.len(),
                     workgroups: *workgroups,
+                    chained: *chained,
                 }
             }
         };

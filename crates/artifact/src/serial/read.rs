@@ -415,7 +415,7 @@ fn read_launch(r: &mut Reader<'_>) -> Result<LaunchPlan, SerialError> {
                 src: read_region(r)?,
                 dst: read_region(r)?,
             },
-            command::DISPATCH => {
+            tag @ (command::DISPATCH | command::CHAINED_DISPATCH) => {
                 let kernel = r.u32("a kernel index")?;
                 let workgroups = r.u32("a workgroup count")?;
                 let n = r.count("a dispatch's bindings", REGION_LEN + 1)?;
@@ -439,6 +439,7 @@ fn read_launch(r: &mut Reader<'_>) -> Result<LaunchPlan, SerialError> {
                     bindings,
                     scalars,
                     workgroups,
+                    chained: tag == command::CHAINED_DISPATCH,
                 }
             }
             other => return Err(r.bad_tag("a command", other)),

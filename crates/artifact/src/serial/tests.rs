@@ -69,6 +69,7 @@ fn sample() -> Artifact {
         ],
         scalars: vec![],
         workgroups: 1,
+        chained: false,
     });
     a.launch.push(Command::Fill {
         dst: Region::new(s, 0, 16),
@@ -85,6 +86,7 @@ fn sample() -> Artifact {
         ],
         scalars: vec![4, u64::MAX],
         workgroups: 2,
+        chained: false,
     });
     a.launch.push(Command::Copy {
         src: Region::new(s, 0, 16),
@@ -112,6 +114,44 @@ fn round_trip_is_exact_and_canonical() {
     let empty = Artifact::new(TargetSpec::new(Arch::Aarch64, FeatureSet::EMPTY));
     let bytes = empty.to_bytes().unwrap();
     assert_eq!(Artifact::from_bytes(&bytes).unwrap(), empty);
+}
+
+/// A chained dispatch has a tag of its own and comes back chained.
+#[test]
+fn chained_dispatches_round_trip() {
+    let mut a = sample();
+    let Some(Command::Dispatch {
+        kernel,
+        bindings,
+        scalars,
+        workgroups,
+        ..
+    }) = a.launch.commands.get(1).cloned()
+    else {
+        panic!("the sample's second command is a dispatch");
+    };
+    a.launch.commands.insert(
+        1,
+        Command::Dispatch {
+            kernel,
+            bindings,
+            scalars,
+            workgroups,
+            chained: true,
+        },
+    );
+    a.validate().unwrap();
+    let bytes = a.to_bytes().unwrap();
+    let back = Artifact::from_bytes(&bytes).unwrap();
+    assert_eq!(back, a);
+    assert!(matches!(
+        back.launch.commands[1],
+        Command::Dispatch { chained: true, .. }
+    ));
+    assert!(matches!(
+        back.launch.commands[2],
+        Command::Dispatch { chained: false, .. }
+    ));
 }
 
 #[test]

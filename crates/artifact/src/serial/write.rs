@@ -46,6 +46,9 @@ pub(super) mod command {
     pub(crate) const FILL: u8 = 0;
     pub(crate) const COPY: u8 = 1;
     pub(crate) const DISPATCH: u8 = 2;
+    /// A dispatch chained to the next command (same fields as [`DISPATCH`]); added without
+    /// a version change, as readers before it refuse an unknown tag.
+    pub(crate) const CHAINED_DISPATCH: u8 = 3;
 }
 
 /// [`Access`] codes.
@@ -260,8 +263,13 @@ fn launch(plan: &LaunchPlan) -> Result<Vec<u8>, SerialError> {
                 bindings,
                 scalars,
                 workgroups,
+                chained,
             } => {
-                out.u8(command::DISPATCH);
+                out.u8(if *chained {
+                    command::CHAINED_DISPATCH
+                } else {
+                    command::DISPATCH
+                });
                 out.u32(*kernel);
                 out.u32(*workgroups);
                 out.count("a dispatch's bindings", bindings.len())?;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::{check_command_shape, check_fill_alignment, PlanSummary};
-use crate::{Artifact, ArtifactError, DerivedSource, SlotId, SlotRole};
+use crate::{Artifact, ArtifactError, Command, DerivedSource, SlotId, SlotRole};
 
 impl Artifact {
     pub(super) fn check_setup(&self, summary: &PlanSummary) -> Result<(), ArtifactError> {
@@ -34,7 +34,10 @@ impl Artifact {
             sources.insert(id, found);
         }
         for (c, command) in self.setup.commands.iter().enumerate() {
-            check_command_shape(c, command, self.kernels.len())?;
+            if matches!(command, Command::Dispatch { chained: true, .. }) {
+                return Err(ArtifactError::ChainedSetup { command: c });
+            }
+            check_command_shape(c, command, None, self.kernels.len())?;
             let mut written: Option<SlotId> = None;
             let mut writes = 0;
             for (_, region, access) in command.accesses() {

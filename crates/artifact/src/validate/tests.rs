@@ -34,6 +34,7 @@ fn dispatch(kernel: u32, bindings: &[(Region, Access)], workgroups: u32) -> Comm
             .collect(),
         scalars: vec![4],
         workgroups,
+        chained: false,
     }
 }
 

@@ -72,6 +72,7 @@ pub fn dispatch(
             .collect(),
         scalars: scalars.to_vec(),
         workgroups,
+        chained: false,
     });
 }
 

@@ -157,6 +157,7 @@ pub(super) fn assign(p: Planner<'_>) -> Result<LoweredProgram, CompileError> {
                             .collect::<Result<_, CompileError>>()?,
                         scalars: Vec::new(),
                         workgroups: *workgroups,
+                        chained: false,
                     },
                 })
             })
@@ -206,6 +207,7 @@ pub(super) fn map_regions(
             bindings,
             scalars,
             workgroups,
+            chained,
         } => Command::Dispatch {
             kernel: kernel + kernel_shift,
             bindings: bindings
@@ -214,6 +216,7 @@ pub(super) fn map_regions(
                 .collect::<Result<_, CompileError>>()?,
             scalars: scalars.clone(),
             workgroups: *workgroups,
+            chained: *chained,
         },
     })
 }

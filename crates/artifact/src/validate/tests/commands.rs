@@ -53,6 +53,50 @@ fn dispatch_shape() {
     );
 }
 
+/// A chained dispatch must be followed by a dispatch of as many workgroups.
+#[test]
+fn chains_link_dispatches_of_one_grid() {
+    let chain = |a: &mut Artifact, first: u32, second: Option<u32>| {
+        let mut first = dispatch(0, &[], first);
+        if let Command::Dispatch { chained, .. } = &mut first {
+            *chained = true;
+        }
+        a.launch.push(first);
+        if let Some(workgroups) = second {
+            a.launch.push(dispatch(1, &[], workgroups));
+        }
+    };
+    let mut a = valid();
+    chain(&mut a, 3, Some(3));
+    assert!(a.validate().is_ok());
+    assert_eq!(
+        err(|a| chain(a, 3, Some(2))),
+        ArtifactError::BrokenChain {
+            command: 5,
+            workgroups: 3
+        }
+    );
+    // The last command cannot be chained on.
+    assert_eq!(
+        err(|a| chain(a, 3, None)),
+        ArtifactError::BrokenChain {
+            command: 5,
+            workgroups: 3
+        }
+    );
+    // Nor onto a fill.
+    assert_eq!(
+        err(|a| {
+            chain(a, 3, None);
+            a.launch.push(fill(r(TMP, 0, 24), 0, 4));
+        }),
+        ArtifactError::BrokenChain {
+            command: 5,
+            workgroups: 3
+        }
+    );
+}
+
 #[test]
 fn fill_shape() {
     for width in [0, 3, 8] {

@@ -103,6 +103,20 @@ fn sources_and_layouts_are_checked() {
     );
 }
 
+/// Setup runs per derived slot, so it has no chains.
+#[test]
+fn setup_commands_are_never_chained() {
+    assert_eq!(
+        derived_err(|a| {
+            if let Some(Command::Dispatch { chained, .. }) = a.setup.commands.get_mut(0) {
+                *chained = true;
+            }
+            a.setup.push(a.setup.commands[0].clone());
+        }),
+        ArtifactError::ChainedSetup { command: 0 }
+    );
+}
+
 #[test]
 fn setup_commands_write_one_derived_slot_from_its_source_only() {
     assert_eq!(
