@@ -21,6 +21,7 @@ pub mod kernels;
 #[cfg(feature = "x64")]
 pub mod peak;
 
+use crate::kernel::{run_kernel, IndexMap, Kernel, LoopKernel, Node};
 use crate::plan::LoweredProgram;
 
 fn bytes<'a>(slots: &'a [Vec<u8>], r: &Region) -> Result<&'a [u8], String> {
@@ -39,9 +40,24 @@ fn bytes_mut<'a>(slots: &'a mut [Vec<u8>], r: &Region) -> Result<&'a mut [u8], S
         .ok_or_else(|| format!("region {r} is outside its slot"))
 }
 
+/// Which workgroups of a dispatch one [`Dispatcher`] call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grid {
+    /// All of this many, in any order.
+    All(u32),
+    /// Only workgroup `index` of `count` (a link of a chained dispatch, see
+    /// `accy_artifact::launch`).
+    One {
+        /// The workgroup run.
+        index: u32,
+        /// The dispatch's workgroup count.
+        count: u32,
+    },
+}
+
 /// How [`run_commands`] runs one dispatch: kernel number, the bytes of its bindings (copied
-/// out of their regions; written ones are copied back), and the workgroup count.
-pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], u32) -> Result<(), String> + 'a;
+/// out of their regions; written ones are copied back), and which workgroups.
+pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], Grid) -> Result<(), String> + 'a;
 
 /// Runs the commands of a plan (`plan`'s slots, `constants`' payloads, the `setup` commands
 /// that compute derived slots, then `commands`, in order) on `args` (one per parameter of
@@ -53,7 +69,9 @@ pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], u32) -> Result<(), Stri
 /// caught. A dispatch
 /// with overlapping bindings where one writes is refused (copying bindings out would hide a
 /// kernel reading what it writes through another binding), and so is a kernel that changed a
-/// binding it may only read. Errors are messages for a test failure.
+/// binding it may only read. A chain is run both as its links one after the other and
+/// workgroup by workgroup in both orders, and refused if they differ (its links depend on
+/// each other across workgroups). Errors are messages for a test failure.
 pub fn run_commands(
     plan: &ArtifactPlan,
     constants: &[u8],
@@ -136,7 +154,8 @@ fn execute(
     slots: &mut [Vec<u8>],
     dispatch: &mut Dispatcher<'_>,
 ) -> Result<(), String> {
-    for (c, command) in commands.iter().enumerate() {
+    let mut c = 0;
+    while let Some(command) = commands.get(c) {
         match command {
             Command::Fill {
                 dst,
@@ -155,41 +174,147 @@ fn execute(
                 bytes_mut(slots, dst)?.copy_from_slice(&data);
             }
             Command::Dispatch {
-                kernel,
-                bindings,
                 workgroups,
+                chained,
                 ..
             } => {
-                for (i, a) in bindings.iter().enumerate() {
-                    for b in &bindings[i + 1..] {
-                        if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes())
-                        {
-                            return Err(format!("command {c}: bindings overlap: {a} and {b}"));
-                        }
-                    }
-                }
-                let mut buffers: Vec<Vec<u8>> = bindings
-                    .iter()
-                    .map(|b| bytes(slots, &b.region).map(<[u8]>::to_vec))
-                    .collect::<Result<_, String>>()?;
-                dispatch(*kernel, &mut buffers, *workgroups)
-                    .map_err(|e| format!("command {c}: {e}"))?;
-                for (b, data) in bindings.iter().zip(&buffers) {
-                    let region = bytes_mut(slots, &b.region)?;
-                    if b.access.writes() {
-                        region.copy_from_slice(data);
-                    } else if region != data.as_slice() {
-                        return Err(format!(
-                            "command {c}: kernel {kernel} wrote its read-only binding {}",
-                            b.region
-                        ));
-                    }
+                if !chained {
+                    run_dispatch(c, command, slots, dispatch, Grid::All(*workgroups))?;
+                } else {
+                    let last = commands[c..]
+                        .iter()
+                        .position(|d| !matches!(d, Command::Dispatch { chained: true, .. }))
+                        .map(|i| c + i)
+                        .ok_or_else(|| format!("command {c}: a chain with no last link"))?;
+                    run_chain(commands, c..=last, *workgroups, slots, dispatch)?;
+                    c = last;
                 }
             }
         }
+        c += 1;
     }
-
     Ok(())
+}
+
+/// Runs the chain `links` (command numbers) of `count` workgroups over `slots`: its links one
+/// after the other, as a chain promises to compute, and also workgroup by workgroup, first
+/// to last and last to first (each workgroup's links in order); any difference is an error.
+/// A link that reads what another link writes in a different workgroup sees it in one of the
+/// two orders and not in the other.
+fn run_chain(
+    commands: &[Command],
+    links: std::ops::RangeInclusive<usize>,
+    count: u32,
+    slots: &mut [Vec<u8>],
+    dispatch: &mut Dispatcher<'_>,
+) -> Result<(), String> {
+    let first = *links.start();
+    let mut sequential = slots.to_vec();
+    for link in links.clone() {
+        run_dispatch(
+            link,
+            &commands[link],
+            &mut sequential,
+            dispatch,
+            Grid::All(count),
+        )?;
+    }
+    for last_first in [false, true] {
+        let mut chained = slots.to_vec();
+        for i in 0..count {
+            let index = if last_first { count - 1 - i } else { i };
+            for link in links.clone() {
+                let grid = Grid::One { index, count };
+                run_dispatch(link, &commands[link], &mut chained, dispatch, grid)?;
+            }
+        }
+        if chained != sequential {
+            return Err(format!(
+                "command {first}: the chain computes something else workgroup by workgroup \
+                 ({} first) than its links one after the other",
+                if last_first { "last" } else { "first" }
+            ));
+        }
+    }
+    slots.clone_from_slice(&sequential);
+    Ok(())
+}
+
+/// Runs dispatch `command` (number `c`) over `slots` for the workgroups `grid` names.
+fn run_dispatch(
+    c: usize,
+    command: &Command,
+    slots: &mut [Vec<u8>],
+    dispatch: &mut Dispatcher<'_>,
+    grid: Grid,
+) -> Result<(), String> {
+    let Command::Dispatch {
+        kernel, bindings, ..
+    } = command
+    else {
+        return Err(format!("command {c}: a chain links a {}", command.name()));
+    };
+    for (i, a) in bindings.iter().enumerate() {
+        for b in &bindings[i + 1..] {
+            if a.region.overlaps(&b.region) && (a.access.writes() || b.access.writes()) {
+                return Err(format!("command {c}: bindings overlap: {a} and {b}"));
+            }
+        }
+    }
+    let mut buffers: Vec<Vec<u8>> = bindings
+        .iter()
+        .map(|b| bytes(slots, &b.region).map(<[u8]>::to_vec))
+        .collect::<Result<_, String>>()?;
+    dispatch(*kernel, &mut buffers, grid).map_err(|e| format!("command {c}: {e}"))?;
+    for (b, data) in bindings.iter().zip(&buffers) {
+        let region = bytes_mut(slots, &b.region)?;
+        if b.access.writes() {
+            region.copy_from_slice(data);
+        } else if region != data.as_slice() {
+            return Err(format!(
+                "command {c}: kernel {kernel} wrote its read-only binding {}",
+                b.region
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `k` cut down to workgroup `index` of `count`: the share of its outer dim the emitters give
+/// that workgroup (`[d0 · index / count, d0 · (index + 1) / count)`), its maps moved to start
+/// there; `None` when the share is empty.
+fn workgroup_share(k: &LoopKernel, index: u32, count: u32) -> Result<Option<LoopKernel>, String> {
+    let Some(&d0) = k.dims.first() else {
+        return Err(format!("kernel {} has no dims to split", k.name));
+    };
+    if k.parallel_rank == 0 {
+        return Err(format!("kernel {} has no parallel dim to split", k.name));
+    }
+    let at = |w: u32| (u128::from(d0) * u128::from(w) / u128::from(count.max(1))) as u64;
+    let (lo, hi) = (at(index), at(index.saturating_add(1)));
+    if lo >= hi {
+        return Ok(None);
+    }
+    let shift = |map: &mut IndexMap| {
+        let s0 = map.strides.first().copied().unwrap_or(0);
+        map.offset += s0 * lo as i64;
+    };
+    let mut share = k.clone();
+    share.dims[0] = hi - lo;
+    shift(&mut share.store.map);
+    for n in &mut share.nodes {
+        match &mut n.node {
+            Node::Load { map, .. } | Node::Gather { map, .. } => shift(map),
+            Node::Index {
+                dim: Some(0),
+                scale,
+                offset,
+            } => *offset += *scale * lo as i64,
+            _ => {}
+        }
+    }
+    share.validate().map_err(|e| e.to_string())?;
+    Ok(Some(share))
 }
 
 /// Runs `lowered` (planned from `program`) on `args` with [`run_commands`], each kernel
@@ -200,13 +325,24 @@ pub fn run_lowered(
     program: &Program,
     args: &[Tensor],
 ) -> Result<Vec<Tensor>, String> {
-    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], _workgroups: u32| {
+    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], grid: Grid| {
         let k = lowered
             .kernels
             .get(kernel as usize)
             .ok_or_else(|| format!("no kernel {kernel}"))?;
         let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
-        k.run(&mut views).map_err(|e| e.to_string())
+        match (grid, k) {
+            (Grid::All(_), k) => k.run(&mut views).map_err(|e| e.to_string()),
+            (Grid::One { index, count }, Kernel::Loop(k)) => {
+                match workgroup_share(k, index, count)? {
+                    Some(share) => run_kernel(&share, &mut views).map_err(|e| e.to_string()),
+                    None => Ok(()),
+                }
+            }
+            (Grid::One { .. }, Kernel::Contraction(_)) => {
+                Err(format!("kernel {kernel}: a contraction in a chain"))
+            }
+        }
     };
     run_commands(
         &lowered.plan,
@@ -231,8 +367,14 @@ pub fn run_artifact(
         code: artifact.code.clone(),
         entries: artifact.kernels.clone(),
     };
-    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], workgroups: u32| {
-        let launch = conformance::Launch::new(workgroups);
+    let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], grid: Grid| {
+        let launch = match grid {
+            Grid::All(workgroups) => conformance::Launch::new(workgroups),
+            Grid::One { index, count } => conformance::Launch {
+                only: Some(index),
+                ..conformance::Launch::new(count)
+            },
+        };
         let statuses = runner.run(&code, kernel as usize, buffers, &launch)?;
         match statuses
             .iter()

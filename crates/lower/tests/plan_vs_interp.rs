@@ -90,6 +90,20 @@ proptest! {
             .with_caches(accy_artifact::Blocking { l1d: 64, l2: 128, llc: 0 });
         check(&program, &args, &options)?;
     }
+
+    /// Caches so small that consecutive passes over the same rows of anything but a tiny
+    /// tensor are chained (`plan/chain.rs`); the reference executor runs each chain one link
+    /// after the other and workgroup by workgroup in both orders, and refuses a difference.
+    #[test]
+    fn chained_plan_matches_interpreter((program, args) in arb_program_and_args_with(GenConfig {
+        max_instructions: 16,
+        max_elements: 4096,
+        ..GenConfig::default()
+    })) {
+        let options = Options::default()
+            .with_caches(accy_artifact::Blocking { l1d: 64, l2: 256, llc: 0 });
+        check(&program, &args, &options)?;
+    }
 }
 
 #[test]

@@ -137,17 +137,26 @@ pub fn run_code(
     abi_version: u32,
 ) -> RunResult<Vec<u32>> {
     let lengths: Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
-    run_code_claiming(code, entry, buffers, workgroups, abi_version, &lengths, 0)
+    run_code_claiming(
+        code,
+        entry,
+        buffers,
+        (workgroups, None),
+        abi_version,
+        &lengths,
+        0,
+    )
 }
 
 /// [`run_code`], but the dispatch state claims `lengths` (one per buffer, or a different
 /// count) as the bindings' byte lengths instead of their real sizes: for testing the kernel's
-/// own binding checks and, by claiming more than is mapped, the guard pages.
+/// own binding checks and, by claiming more than is mapped, the guard pages. With `only`, just
+/// that one of the `workgroups` runs (a chained dispatch's workgroup).
 pub fn run_code_claiming(
     code: &[u8],
     entry: u32,
     buffers: &mut [Vec<u8>],
-    workgroups: u32,
+    (workgroups, only): (u32, Option<u32>),
     abi_version: u32,
     lengths_claimed: &[u64],
     worker_scratch: u64,
@@ -279,7 +288,11 @@ pub fn run_code_claiming(
 
     let top = STACK_BOTTOM + STACK_SIZE;
     let mut statuses = Vec::new();
-    for wg in 0..workgroups.max(1) {
+    let calls = match only {
+        Some(wg) => wg..wg.saturating_add(1),
+        None => 0..workgroups.max(1),
+    };
+    for wg in calls {
         for r in 19..29 {
             uc.reg_write(x(r), sentinel(r as u64)).map_err(err("x"))?;
         }
@@ -379,7 +392,7 @@ impl KernelRunner for EmulatorRunner {
             &code.code,
             entry,
             buffers,
-            launch.workgroups,
+            (launch.workgroups, launch.only),
             launch.abi_version,
             &lengths,
             worker_scratch,

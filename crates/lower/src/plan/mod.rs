@@ -49,6 +49,7 @@
 
 pub(crate) mod blocking;
 mod buffers;
+mod chain;
 mod coalesce;
 mod contract;
 mod expr;
@@ -577,7 +578,13 @@ impl<'p> Planner<'p> {
 
     fn finish(mut self) -> Result<LoweredProgram, CompileError> {
         self.flush_all()?;
-        buffers::assign(self)
+        let options = self.options.clone();
+        let mut lowered = buffers::assign(self)?;
+        // Row-blocked regions (off by default) are the other way to the same reuse.
+        if options.fuse && !options.row_blocks {
+            chain::link(&mut lowered.commands, &lowered.kernels, &options.caches);
+        }
+        Ok(lowered)
     }
 }
 

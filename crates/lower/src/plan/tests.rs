@@ -15,6 +15,7 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
     l.kernels.iter().filter_map(Kernel::as_loop).collect()
 }
 
+mod chain;
 mod dots;
 mod fuse;
 mod recompute;

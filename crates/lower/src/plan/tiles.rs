@@ -2,7 +2,8 @@
 //!
 //! Emitters split a kernel's outermost dim into `workgroups` contiguous shares when that dim is
 //! parallel (see `crate::emit`), and a runtime may run the shares on any threads. The grid is
-//! fixed here, at compile time, from the kernel alone — never from the thread count — so a
+//! fixed here, at compile time, from the kernel alone (a dispatch chain, `chain.rs`, may
+//! raise it from the cache sizes) — never from the thread count — so a
 //! kernel computes the same bytes however many threads run it: each output element is computed
 //! by exactly one workgroup, in the same order, in both numeric modes.
 //!

@@ -13,6 +13,7 @@
 //! and compares with the group's floor, so a group that silently checks nothing fails.
 
 mod abi;
+mod chains;
 mod compare;
 mod contraction;
 mod loops;
@@ -34,6 +35,9 @@ pub struct Launch<'a> {
     /// Workgroups to run, one call each, in order (at least one call is made even for 0, to
     /// see the kernel refuse it).
     pub workgroups: u32,
+    /// Run only this one of the `workgroups` (one call), as a chained dispatch's workgroup
+    /// is run (see `accy_artifact::launch`).
+    pub only: Option<u32>,
     /// The ABI version the dispatch state claims.
     pub abi_version: u32,
     /// The binding lengths the dispatch state claims instead of the buffers' real ones (their
@@ -46,6 +50,7 @@ impl Launch<'_> {
     pub fn new(workgroups: u32) -> Launch<'static> {
         Launch {
             workgroups,
+            only: None,
             abi_version: ABI_VERSION,
             claimed_lengths: None,
         }
@@ -270,6 +275,11 @@ pub const GROUPS: &[Group] = &[
         run: streaming::streaming_stores,
     },
     Group {
+        name: "chains",
+        floor: 6,
+        run: chains::chains,
+    },
+    Group {
         name: "abi",
         floor: 7,
         run: abi::abi,
@@ -426,6 +436,10 @@ macro_rules! conformance_tests {
                 group("streaming_stores")
             }
             #[test]
+            fn chains() {
+                group("chains")
+            }
+            #[test]
             fn abi() {
                 group("abi")
             }
@@ -467,6 +481,7 @@ macro_rules! conformance_tests {
                         "uniform_values",
                         "many_values",
                         "streaming_stores",
+                        "chains",
                         "abi",
                         "immediates",
                         "contraction",

@@ -1,0 +1,234 @@
+//! Dispatch chains: consecutive loop kernels that work row by row on the same rows run
+//! workgroup by workgroup (`accy_artifact::Command::Dispatch::chained`), so the rows one pass
+//! reads are still in the L2 cache when the next pass reads them.
+//!
+//! A row softmax is three kernels over its input — a max, a sum of exponentials, the
+//! normalising pass — and a layer norm three as well. Run one after the other over a tensor
+//! larger than the cache, each reads it from memory again. But each kernel's workgroup `g`
+//! handles the same rows `[⌊g·E/G⌋, ⌊(g+1)·E/G⌋)` of its outermost dim when the kernels have
+//! the same outermost extent `E` and workgroup count `G` (the emitters' split), so running
+//! the three calls of workgroup `g` back to back touches one block of rows three times while
+//! it is cached. That is only right when no workgroup of one link touches bytes that another
+//! link's *different* workgroup writes; [`link`] proves it from the kernels' maps:
+//!
+//! - every binding a link shares with another link (regions that overlap where either one
+//!   writes) is *row-partitioned* in both: every access at outer index `r` falls in the
+//!   binding's elements `[r·s, (r+1)·s)` for one row stride `s > 0` (all of the binding's maps
+//!   have stride `s` on dim 0, and the other dims keep the offset within `[0, s)`), and both
+//!   partitions cut the slot at the same bytes (same region offset, same row bytes);
+//! - so row `r`'s bytes of a shared region are touched only at outer index `r` in every link,
+//!   which is in the same workgroup in every link.
+//!
+//! Gathers read data-dependent addresses, so a gathered binding is never row-partitioned.
+//! Chains are formed only where they pay: some region the links share is at least half the L2
+//! cache (smaller ones stay cached anyway). The chain's workgroup count is the largest of its
+//! links', raised until one workgroup's rows of the row-partitioned data (each region once)
+//! fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
+//! link already had more). A kernel computes the same bytes for any workgroup count, so this
+//! changes no result.
+//!
+//! Not handled: a link whose output is at least the last-level cache stores it with
+//! non-temporal stores (`crate::streams_stores`), so a later link reading it finds it in
+//! memory, not in the cache (as it did before chaining).
+
+use accy_artifact::{Blocking, Command, Region};
+
+use crate::kernel::{Kernel, LoopKernel, Node};
+
+/// The most workgroups a chain gets (a call per link each).
+const MAX_CHAIN_WORKGROUPS: u64 = 4096;
+
+/// How a kernel touches one of its bindings, row by row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rows {
+    /// Not at all.
+    Untouched,
+    /// Outer index `r` touches only the binding's bytes `[r·bytes, (r+1)·bytes)`.
+    Partitioned { bytes: u64 },
+    /// Some other way.
+    Other,
+}
+
+/// How `k` touches binding `b`.
+fn rows_of(k: &LoopKernel, b: u32) -> Rows {
+    let Some(elem) = k.bindings.get(b as usize).map(|x| x.dtype.size_bytes()) else {
+        return Rows::Other;
+    };
+    let live = k.live_nodes();
+    let mut maps = Vec::new();
+    for (n, is_live) in k.nodes.iter().zip(&live) {
+        match &n.node {
+            Node::Load { binding, map } if *binding == b && *is_live => maps.push(map),
+            Node::Gather { binding, .. } if *binding == b && *is_live => return Rows::Other,
+            _ => {}
+        }
+    }
+    if k.store.binding == b {
+        maps.push(&k.store.map);
+    }
+    let mut stride = None;
+    for map in maps {
+        let Some(&s0) = map.strides.first() else {
+            return Rows::Other;
+        };
+        if s0 <= 0 || stride.is_some_and(|s| s != s0) {
+            return Rows::Other;
+        }
+        stride = Some(s0);
+        // The offset's range over the other dims must stay within one row.
+        let (mut lo, mut hi) = (i128::from(map.offset), i128::from(map.offset));
+        for (&s, &d) in map.strides.iter().zip(&k.dims).skip(1) {
+            let reach = i128::from(s) * i128::from(d.saturating_sub(1));
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        if lo < 0 || hi >= i128::from(s0) {
+            return Rows::Other;
+        }
+    }
+    match stride {
+        None => Rows::Untouched,
+        Some(s) => Rows::Partitioned {
+            bytes: s.unsigned_abs() * elem,
+        },
+    }
+}
+
+/// One dispatch of a candidate chain: its loop kernel and its bindings' regions with how the
+/// kernel touches them.
+struct Link<'k> {
+    kernel: &'k LoopKernel,
+    uses: Vec<(Region, bool, Rows)>,
+}
+
+/// The link for `command` if it is a dispatch of a loop kernel split along a parallel dim 0.
+fn link_of<'k>(command: &Command, kernels: &'k [Kernel]) -> Option<Link<'k>> {
+    let Command::Dispatch {
+        kernel, bindings, ..
+    } = command
+    else {
+        return None;
+    };
+    let k = kernels.get(*kernel as usize)?.as_loop()?;
+    if k.parallel_rank == 0 || k.dims.first().is_none_or(|&e| e < 2) {
+        return None;
+    }
+    let uses = bindings
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.region, b.access.writes(), rows_of(k, i as u32)))
+        .collect();
+    Some(Link { kernel: k, uses })
+}
+
+/// Whether two uses of overlapping regions by different links keep to the same rows.
+fn same_rows(a: &(Region, bool, Rows), b: &(Region, bool, Rows)) -> bool {
+    match (a.2, b.2) {
+        (Rows::Untouched, _) | (_, Rows::Untouched) => true,
+        (Rows::Partitioned { bytes: x }, Rows::Partitioned { bytes: y }) => {
+            x == y && a.0.offset == b.0.offset
+        }
+        _ => false,
+    }
+}
+
+/// Whether `next` may run workgroup by workgroup after the links of `chain`.
+fn joins(chain: &[Link<'_>], next: &Link<'_>) -> bool {
+    let extent = chain.first().and_then(|l| l.kernel.dims.first());
+    if extent != next.kernel.dims.first() {
+        return false;
+    }
+    chain.iter().all(|link| {
+        link.uses.iter().all(|a| {
+            next.uses.iter().all(|b| {
+                let hazard = a.0.overlaps(&b.0) && (a.1 || b.1);
+                !hazard || same_rows(a, b)
+            })
+        })
+    })
+}
+
+/// Whether the links share a region of at least half the L2 cache (what chaining saves).
+fn worth_chaining(chain: &[Link<'_>], l2: u64) -> bool {
+    chain.iter().enumerate().any(|(i, a)| {
+        chain[i + 1..].iter().any(|b| {
+            a.uses.iter().any(|x| {
+                b.uses
+                    .iter()
+                    .any(|y| x.0.overlaps(&y.0) && x.0.len.min(y.0.len) >= l2 / 2)
+            })
+        })
+    })
+}
+
+/// The chain's workgroup count: the largest of its links', raised so that one workgroup's
+/// rows of every row-partitioned binding fit in half the L2 cache; at most the rows.
+fn chain_workgroups(chain: &[Link<'_>], counts: &[u32], l2: u64) -> u32 {
+    let rows = chain
+        .first()
+        .and_then(|l| l.kernel.dims.first().copied())
+        .unwrap_or(1);
+    // Each region once, however many links touch it.
+    let mut partitioned: Vec<(Region, u64)> = Vec::new();
+    for u in chain.iter().flat_map(|l| &l.uses) {
+        if let Rows::Partitioned { bytes } = u.2 {
+            if !partitioned.iter().any(|(r, _)| r.overlaps(&u.0)) {
+                partitioned.push((u.0, bytes));
+            }
+        }
+    }
+    let row_bytes = partitioned
+        .iter()
+        .map(|&(_, bytes)| bytes)
+        .fold(0u64, u64::saturating_add);
+    let for_cache = rows.saturating_mul(row_bytes).div_ceil((l2 / 2).max(1));
+    let most = counts.iter().copied().max().unwrap_or(1);
+    let count = for_cache
+        .max(u64::from(most))
+        .min(rows)
+        .min(MAX_CHAIN_WORKGROUPS.max(u64::from(most)));
+    u32::try_from(count).unwrap_or(most).max(1)
+}
+
+/// Marks runs of consecutive dispatches in `commands` (of `kernels`) as chains where that is
+/// proven right (see the module doc) and pays, giving each chain one workgroup count.
+pub(super) fn link(commands: &mut [Command], kernels: &[Kernel], caches: &Blocking) {
+    let mut start = 0;
+    while start < commands.len() {
+        let mut chain: Vec<Link<'_>> = Vec::new();
+        let mut end = start;
+        while let Some(next) = commands.get(end).and_then(|c| link_of(c, kernels)) {
+            if !chain.is_empty() && !joins(&chain, &next) {
+                break;
+            }
+            chain.push(next);
+            end += 1;
+        }
+        if chain.len() >= 2 && worth_chaining(&chain, caches.l2) {
+            let counts: Vec<u32> = commands[start..end]
+                .iter()
+                .map(|c| match c {
+                    Command::Dispatch { workgroups, .. } => *workgroups,
+                    _ => 1,
+                })
+                .collect();
+            let count = chain_workgroups(&chain, &counts, caches.l2);
+            let last = end - 1;
+            for (i, command) in commands[start..end].iter_mut().enumerate() {
+                if let Command::Dispatch {
+                    workgroups,
+                    chained,
+                    ..
+                } = command
+                {
+                    *workgroups = count;
+                    *chained = start + i < last;
+                }
+            }
+        }
+        start = end.max(start + 1);
+    }
+}

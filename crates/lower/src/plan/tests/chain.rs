@@ -1,0 +1,174 @@
+//! Dispatch chains (`plan/chain.rs`): which passes are chained, and that the reference
+//! executor, which runs a chain's workgroups last first, catches a chain that should not be.
+
+use accy_artifact::Command;
+use accy_ir::text;
+
+use super::{args_for, planned_with};
+use crate::compile::Options;
+use crate::testing::run_lowered;
+
+/// Caches so small that every tensor below is worth chaining.
+fn small_caches() -> Options {
+    Options::default().with_caches(accy_artifact::Blocking {
+        l1d: 256,
+        l2: 1024,
+        llc: 0,
+    })
+}
+
+/// `(workgroups, chained)` of each dispatch.
+fn grid(commands: &[Command]) -> Vec<(u32, bool)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Dispatch {
+                workgroups,
+                chained,
+                ..
+            } => Some((*workgroups, *chained)),
+            _ => None,
+        })
+        .collect()
+}
+
+const SOFTMAX: &str = "program {
+  %x = input \"x\" : f32[64,32]
+  %m = reduce max %x, axes=[1] : f32[64]
+  %mb = broadcast %m, dims=[64,32], axes=[0] : f32[64,32]
+  %d = sub %x, %mb : f32[64,32]
+  %e = exp %d : f32[64,32]
+  %s = reduce sum %e, axes=[1] : f32[64]
+  %sb = broadcast %s, dims=[64,32], axes=[0] : f32[64,32]
+  %y = div %e, %sb : f32[64,32]
+  output %y
+}";
+
+/// The max, the sum of exponentials and the division each work on rows alone: one chain
+/// whose workgroups each hold a cache-sized block of rows. (`planned_with` runs the chain's
+/// workgroups last first against the interpreter.)
+#[test]
+fn a_row_softmax_is_one_chain() {
+    let (_, lowered) = planned_with(SOFTMAX, &small_caches());
+    let grid = grid(&lowered.commands);
+    // Three passes, or four where the exponentials are stored once (not expanded inline).
+    assert!(grid.len() >= 3, "{grid:?}");
+    let count = grid[0].0;
+    assert!(count >= 16, "{grid:?}");
+    let last = grid.len() - 1;
+    for (i, &(workgroups, chained)) in grid.iter().enumerate() {
+        assert_eq!((workgroups, chained), (count, i < last), "{grid:?}");
+    }
+}
+
+/// With the default options' caches (a 512 KiB L2) the 8 KiB softmax stays cached anyway:
+/// no chain.
+#[test]
+fn small_tensors_are_not_chained() {
+    let (_, lowered) = planned_with(SOFTMAX, &Options::default());
+    assert!(grid(&lowered.commands).iter().all(|&(_, chained)| !chained));
+}
+
+/// A layer norm with gamma and beta read whole by every workgroup: one chain.
+#[test]
+fn a_layer_norm_is_one_chain() {
+    let (_, lowered) = planned_with(
+        "program {
+          %x = input \"x\" : f32[32,64]
+          %g = weight \"g\" : f32[64]
+          %b = weight \"b\" : f32[64]
+          %s = reduce sum %x, axes=[1] : f32[32]
+          %n = constant 0.015625 : f32[]
+          %nb = broadcast %n, dims=[32], axes=[] : f32[32]
+          %mean = mul %s, %nb : f32[32]
+          %meanb = broadcast %mean, dims=[32,64], axes=[0] : f32[32,64]
+          %c = sub %x, %meanb : f32[32,64]
+          %sq = mul %c, %c : f32[32,64]
+          %ss = reduce sum %sq, axes=[1] : f32[32]
+          %var = mul %ss, %nb : f32[32]
+          %r = rsqrt %var : f32[32]
+          %rb = broadcast %r, dims=[32,64], axes=[0] : f32[32,64]
+          %xn = mul %c, %rb : f32[32,64]
+          %gb = broadcast %g, dims=[32,64], axes=[1] : f32[32,64]
+          %bb = broadcast %b, dims=[32,64], axes=[1] : f32[32,64]
+          %y0 = mul %xn, %gb : f32[32,64]
+          %y = add %y0, %bb : f32[32,64]
+          output %y
+        }",
+        &small_caches(),
+    );
+    let grid = grid(&lowered.commands);
+    assert_eq!(grid.len(), 3, "{grid:?}");
+    assert!(grid[0].1 && grid[1].1 && !grid[2].1, "{grid:?}");
+}
+
+/// The second pass reads the row maxima in reverse: its row `r` needs what another workgroup
+/// computes, so the two passes are not chained.
+const REVERSED: &str = "program {
+  %x = input \"x\" : f32[64,32]
+  %m = reduce max %x, axes=[1] : f32[64]
+  %r = reverse %m, axes=[0] : f32[64]
+  %rb = broadcast %r, dims=[64,32], axes=[0] : f32[64,32]
+  %y = sub %x, %rb : f32[64,32]
+  output %y
+}";
+
+#[test]
+fn rows_read_across_workgroups_are_not_chained() {
+    let (_, lowered) = planned_with(REVERSED, &small_caches());
+    let grid = grid(&lowered.commands);
+    assert_eq!(grid.len(), 2, "{grid:?}");
+    assert!(grid.iter().all(|&(_, chained)| !chained), "{grid:?}");
+}
+
+/// The second pass reads the row maxima one row on: it depends only on later rows, which a
+/// chain run first to last has not computed yet (its first pass has one row more, so the two
+/// are not chained by the planner either).
+const SHIFTED: &str = "program {
+  %x = input \"x\" : f32[65,32]
+  %m = reduce max %x, axes=[1] : f32[65]
+  %n = slice %m, start=[1], limit=[65], stride=[1] : f32[64]
+  %x0 = slice %x, start=[0,0], limit=[64,32], stride=[1,1] : f32[64,32]
+  %nb = broadcast %n, dims=[64,32], axes=[0] : f32[64,32]
+  %y = sub %x0, %nb : f32[64,32]
+  output %y
+}";
+
+/// `source`'s plan with every dispatch chained to the next by force runs into the reference
+/// executor's check (its result through the chain differs in one of the two orders), and is
+/// not chained by the planner.
+fn refused_when_chained_by_force(source: &str) {
+    let program = text::parse(source).unwrap();
+    let (_, planned) = planned_with(source, &small_caches());
+    assert!(
+        grid(&planned.commands).iter().all(|&(_, chained)| !chained),
+        "{source}"
+    );
+    let mut lowered = super::super::plan_with(&program, &small_caches()).unwrap();
+    let dispatches: Vec<&mut Command> = lowered
+        .commands
+        .iter_mut()
+        .filter(|c| matches!(c, Command::Dispatch { .. }))
+        .collect();
+    let last = dispatches.len() - 1;
+    for (i, command) in dispatches.into_iter().enumerate() {
+        if let Command::Dispatch {
+            workgroups,
+            chained,
+            ..
+        } = command
+        {
+            *workgroups = 8;
+            *chained = i < last;
+        }
+    }
+    let args = args_for(&program);
+    let error = run_lowered(&lowered, &program, &args).unwrap_err();
+    assert!(error.contains("workgroup by workgroup"), "{error}");
+}
+
+#[test]
+fn wrong_chains_are_caught() {
+    refused_when_chained_by_force(REVERSED);
+    refused_when_chained_by_force(SHIFTED);
+}
