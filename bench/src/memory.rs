@@ -6,7 +6,9 @@
 //! is, and the copy runs at what memory allows rather than paying to read each line it
 //! writes first), the tanh chain `tanh(x·0.5+0.25)·1.5` over
 //! 64K f32 (in cache) and 16M f32, a row softmax and a layer norm (with gamma and beta) over
-//! 4096×1024 f32, and a transpose of 4096×4096 f32 — each as GB/s of its minimal traffic (every
+//! 4096×1024 f32 (16 MiB) and 16384×1024 f32 (64 MiB, past the last-level cache, where their
+//! passes run as dispatch chains), and a transpose of 4096×4096 f32 — each as GB/s of its
+//! minimal traffic (every
 //! input and weight byte read once, every output byte written once) and as a ratio to the copy,
 //! at 1 thread and at all threads. Cells are the best of several rounds (interference on a
 //! shared host only slows a measurement down); 1-thread runs are pinned to CPU 0 and timed by
@@ -160,6 +162,8 @@ fn main() {
         ("tanh chain, 16M f32", tanh_chain(1 << 24)),
         ("row softmax 4096×1024", softmax(4096, 1024)),
         ("layer norm 4096×1024", layernorm(4096, 1024)),
+        ("row softmax 16384×1024", softmax(16384, 1024)),
+        ("layer norm 16384×1024", layernorm(16384, 1024)),
         ("transpose 4096×4096", transpose(4096)),
     ];
     if let Some(only) = &only {

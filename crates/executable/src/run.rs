@@ -365,11 +365,38 @@ fn dispatch(
             status,
         }
     };
+    if workgroups == 1 {
+        for (i, link) in links().enumerate() {
+            let call = prepare_call(loaded, workers, chain, link, workgroups)?;
+            match call_kernel(call.entry, &call.state, 0, 0) {
+                abi::KERNEL_OK => {}
+                status => return Err(failed(i, 0, status)),
+            }
+        }
+        return Ok(());
+    }
+    // Every link's entry and counts are checked before any workgroup runs, so the calls
+    // below cannot fail to prepare. A lone dispatch (the common case) keeps its call; a
+    // chain's links are prepared again on the stack at every call.
+    let mut lone = None;
+    for link in links() {
+        let call = prepare_call(loaded, workers, chain, link, workgroups)?;
+        if chain.links.len() == 1 {
+            lone = Some(call);
+        }
+    }
     // One workgroup's calls of every link: the index of the first link that failed and its
     // status, if one did.
     let run_workgroup = |workgroup: u32, worker: u32| -> Option<(usize, u32)> {
         for (i, link) in links().enumerate() {
-            let status = match prepare_call(loaded, workers, chain, link, workgroups) {
+            let prepared = match &lone {
+                Some(call) => Ok(Call {
+                    entry: call.entry,
+                    state: SharedState(call.state.0),
+                }),
+                None => prepare_call(loaded, workers, chain, link, workgroups),
+            };
+            let status = match prepared {
                 Ok(call) if worker < call.state.0.worker_count => {
                     call_kernel(call.entry, &call.state, workgroup, worker)
                 }
@@ -384,21 +411,6 @@ fn dispatch(
         }
         None
     };
-    if workgroups == 1 {
-        for (i, link) in links().enumerate() {
-            let call = prepare_call(loaded, workers, chain, link, workgroups)?;
-            match call_kernel(call.entry, &call.state, 0, 0) {
-                abi::KERNEL_OK => {}
-                status => return Err(failed(i, 0, status)),
-            }
-        }
-        return Ok(());
-    }
-    // Every link's entry and counts are checked before any workgroup runs, so the calls
-    // below cannot fail to prepare.
-    for link in links() {
-        prepare_call(loaded, workers, chain, link, workgroups)?;
-    }
     // The first failure as `workgroup << 32 | status`, and the link it came from; later
     // workgroups are skipped once it is set.
     let first_failure = AtomicU64::new(u64::MAX);

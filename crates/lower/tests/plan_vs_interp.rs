@@ -101,7 +101,7 @@ proptest! {
         ..GenConfig::default()
     })) {
         let options = Options::default()
-            .with_caches(accy_artifact::Blocking { l1d: 64, l2: 256, llc: 0 });
+            .with_caches(accy_artifact::Blocking { l1d: 64, l2: 256, llc: 128 });
         check(&program, &args, &options)?;
     }
 }

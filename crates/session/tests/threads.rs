@@ -11,9 +11,8 @@ use accy_ir::{BinaryOp, Builder, DType, Program, ReduceOp, Tensor, Type, UnaryOp
 use accy_session::{Error, Scratch, Session, SessionOptions, ThreadPool};
 
 /// Programs whose kernels are large enough to be split into several workgroups: a row
-/// softmax (2 MiB, larger than most L2 caches, so on a host with at most 4 MiB of L2 its
-/// passes run as one dispatch chain), a transcendental chain, a dot, and an integer
-/// reduction.
+/// softmax (2 MiB, larger than most L2 caches), a transcendental chain, a dot, and an
+/// integer reduction.
 fn programs() -> Vec<(&'static str, Program)> {
     let f32t = |dims: &[u64]| Type::new(DType::F32, dims);
     let mut out = Vec::new();

@@ -20,8 +20,12 @@
 //!   which is in the same workgroup in every link.
 //!
 //! Gathers read data-dependent addresses, so a gathered binding is never row-partitioned.
-//! Chains are formed only where they pay: some region the links share is at least half the L2
-//! cache (smaller ones stay cached anyway). The chain's workgroup count is the largest of its
+//! Chains are formed only where they pay: some region the links share is at least 3/4 of the
+//! last-level cache (half the L2 when the LLC is unknown). Below, the passes find it in the LLC
+//! anyway, and chaining was measured no faster, for a softmax slower (AVX-512 host, 32 MiB
+//! L3, 1 thread, p50 of `accy bench`: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0
+//! ms; at 16 MiB, softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way; at 32 MiB, softmax
+//! 4.2-4.6 → 3.5 ms, layer norm 5.7-6.0 → 4.5 ms). The chain's workgroup count is the largest of its
 //! links', raised until one workgroup's rows of the row-partitioned data (each region once)
 //! fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
 //! link already had more). A kernel computes the same bytes for any workgroup count, so this
@@ -151,14 +155,20 @@ fn joins(chain: &[Link<'_>], next: &Link<'_>) -> bool {
     })
 }
 
-/// Whether the links share a region of at least half the L2 cache (what chaining saves).
-fn worth_chaining(chain: &[Link<'_>], l2: u64) -> bool {
+/// Whether the links share a region of at least 3/4 of the last-level cache (half the L2
+/// when the LLC is unknown): what the LLC no longer holds from one pass to the next.
+fn worth_chaining(chain: &[Link<'_>], caches: &Blocking) -> bool {
+    let least = if caches.llc > 0 {
+        caches.llc / 4 * 3
+    } else {
+        caches.l2 / 2
+    };
     chain.iter().enumerate().any(|(i, a)| {
         chain[i + 1..].iter().any(|b| {
             a.uses.iter().any(|x| {
                 b.uses
                     .iter()
-                    .any(|y| x.0.overlaps(&y.0) && x.0.len.min(y.0.len) >= l2 / 2)
+                    .any(|y| x.0.overlaps(&y.0) && x.0.len.min(y.0.len) >= least)
             })
         })
     })
@@ -207,7 +217,7 @@ pub(super) fn link(commands: &mut [Command], kernels: &[Kernel], caches: &Blocki
             chain.push(next);
             end += 1;
         }
-        if chain.len() >= 2 && worth_chaining(&chain, caches.l2) {
+        if chain.len() >= 2 && worth_chaining(&chain, caches) {
             let counts: Vec<u32> = commands[start..end]
                 .iter()
                 .map(|c| match c {

@@ -13,7 +13,7 @@ fn small_caches() -> Options {
     Options::default().with_caches(accy_artifact::Blocking {
         l1d: 256,
         l2: 1024,
-        llc: 0,
+        llc: 2048,
     })
 }
 
@@ -61,8 +61,8 @@ fn a_row_softmax_is_one_chain() {
     }
 }
 
-/// With the default options' caches (a 512 KiB L2) the 8 KiB softmax stays cached anyway:
-/// no chain.
+/// With the default options' caches (an 8 MiB last-level cache) the 8 KiB softmax stays
+/// cached anyway: no chain.
 #[test]
 fn small_tensors_are_not_chained() {
     let (_, lowered) = planned_with(SOFTMAX, &Options::default());

@@ -1,7 +1,9 @@
 //! Dispatch chains (`plan/chain.rs`) run by the backend's code: a row softmax and a layer
-//! norm compiled for caches so small that their passes are chained, in exact mode, each
-//! chain's workgroups run one at a time, last first, every link's kernel with the one
-//! workgroup (`Launch::only`), and compared bit for bit with the interpreter. The group
+//! norm compiled for caches so small that their passes are chained (and their outputs are
+//! stored with non-temporal stores where the backend has them), in exact mode; each
+//! chain run as its links one after the other and workgroup by workgroup in both orders
+//! (every link's kernel with the one workgroup, `Launch::only`), which must agree, and the
+//! result compared bit for bit with the interpreter. The group
 //! fails if the planner formed no chain, so it never passes for want of one.
 
 use accy_artifact::{Blocking, Command};
@@ -47,7 +49,7 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     options.caches = Blocking {
         l1d: 256,
         l2: 1024,
-        llc: 0,
+        llc: 2048,
     };
     for source in [SOFTMAX, LAYER_NORM] {
         let program = text::parse(source).map_err(|e| e.to_string())?;
