@@ -23,8 +23,8 @@
 //! 5. every byte of every output slot is written by some command;
 //! 6. derived slots and setup (module `setup`): each derived slot has a non-empty layout and
 //!    names a weight or constant slot of the plan; each setup command is well formed as in 4
-//!    and not chained, writes exactly one derived slot and touches nothing but it and its source; every byte of
-//!    every derived slot is written by some setup command.
+//!    and not chained, writes exactly one derived slot and touches nothing but it and its
+//!    source; every byte of every derived slot is written by some setup command.
 //!
 //! Not checked (promises of the compiler, documented where they are made): that scratch and
 //! output bytes are written before they are read, that workgroups of one dispatch write
@@ -449,7 +449,10 @@ pub(super) fn check_command_shape(
             workgroups,
             chained,
         } => {
-            let same_grid = |next: &Command| matches!(next, Command::Dispatch { workgroups: w, .. } if w == workgroups);
+            let same_grid = |next: &Command| match next {
+                Command::Dispatch { workgroups: w, .. } => w == workgroups,
+                _ => false,
+            };
             if *chained && !next.is_some_and(same_grid) {
                 return Err(ArtifactError::BrokenChain {
                     command: c,

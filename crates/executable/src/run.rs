@@ -264,10 +264,11 @@ struct Chain<'s> {
     binding_ptrs: &'s [*mut u8],
 }
 
-// SAFETY: a chain is only read while its dispatch runs: the binding addresses are copied into
-// each call's state, and the memory they name is accessed as `SharedState`'s comment says (the
-// compiler's promise, here per chain: a link's workgroup touches only bytes no other
-// workgroup index of the chain writes).
+// SAFETY: a chain is only read while its dispatch runs, and outlives it (`execute` borrows it
+// across `Executor::run`): each call's state points into its binding-address slice, which the
+// kernels read in place, and the memory those addresses name is accessed as `SharedState`'s
+// comment says (the compiler's promise, here per chain: a link's workgroup touches only bytes
+// no other workgroup index of the chain writes).
 unsafe impl Sync for Chain<'_> {}
 
 /// What one call of a link's kernel needs: its entry and state.

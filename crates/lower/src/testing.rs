@@ -295,21 +295,29 @@ fn workgroup_share(k: &LoopKernel, index: u32, count: u32) -> Result<Option<Loop
     if lo >= hi {
         return Ok(None);
     }
-    let shift = |map: &mut IndexMap| {
+    let overflow = || format!("kernel {}: a map's offset overflows at row {lo}", k.name);
+    let lo_i = i64::try_from(lo).map_err(|_| overflow())?;
+    let moved = |offset: i64, step: i64| {
+        step.checked_mul(lo_i)
+            .and_then(|d| offset.checked_add(d))
+            .ok_or_else(overflow)
+    };
+    let shift = |map: &mut IndexMap| -> Result<(), String> {
         let s0 = map.strides.first().copied().unwrap_or(0);
-        map.offset += s0 * lo as i64;
+        map.offset = moved(map.offset, s0)?;
+        Ok(())
     };
     let mut share = k.clone();
     share.dims[0] = hi - lo;
-    shift(&mut share.store.map);
+    shift(&mut share.store.map)?;
     for n in &mut share.nodes {
         match &mut n.node {
-            Node::Load { map, .. } | Node::Gather { map, .. } => shift(map),
+            Node::Load { map, .. } | Node::Gather { map, .. } => shift(map)?,
             Node::Index {
                 dim: Some(0),
                 scale,
                 offset,
-            } => *offset += *scale * lo as i64,
+            } => *offset = moved(*offset, *scale)?,
             _ => {}
         }
     }

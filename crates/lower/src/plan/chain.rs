@@ -25,8 +25,8 @@
 //! anyway, and chaining was measured no faster, for a softmax slower (AVX-512 host, 32 MiB
 //! L3, 1 thread, p50 of `accy bench`: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0
 //! ms; at 16 MiB, softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way; at 32 MiB, softmax
-//! 4.2-4.6 → 3.5 ms, layer norm 5.7-6.0 → 4.5 ms). The chain's workgroup count is the largest of its
-//! links', raised until one workgroup's rows of the row-partitioned data (each region once)
+//! 4.2-4.6 → 3.5 ms, layer norm 5.7-6.0 → 4.5 ms). The chain's workgroup count is the
+//! largest of its links', raised until one workgroup's rows of the row-partitioned data (each region once)
 //! fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
 //! link already had more). A kernel computes the same bytes for any workgroup count, so this
 //! changes no result.
@@ -83,21 +83,20 @@ fn rows_of(k: &LoopKernel, b: u32) -> Rows {
         let (mut lo, mut hi) = (i128::from(map.offset), i128::from(map.offset));
         for (&s, &d) in map.strides.iter().zip(&k.dims).skip(1) {
             let reach = i128::from(s) * i128::from(d.saturating_sub(1));
-            if reach < 0 {
-                lo += reach;
-            } else {
-                hi += reach;
-            }
+            let end = if reach < 0 { &mut lo } else { &mut hi };
+            let Some(moved) = end.checked_add(reach) else {
+                return Rows::Other;
+            };
+            *end = moved;
         }
         if lo < 0 || hi >= i128::from(s0) {
             return Rows::Other;
         }
     }
-    match stride {
+    match stride.map(|s| s.unsigned_abs().checked_mul(elem)) {
         None => Rows::Untouched,
-        Some(s) => Rows::Partitioned {
-            bytes: s.unsigned_abs() * elem,
-        },
+        Some(Some(bytes)) => Rows::Partitioned { bytes },
+        Some(None) => Rows::Other,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Dispatch chains (`plan/chain.rs`): which passes are chained, and that the reference
-//! executor, which runs a chain's workgroups last first, catches a chain that should not be.
+//! executor, which runs each chain's links one after the other and workgroup by workgroup in
+//! both orders, catches a chain that should not be.
 
 use accy_artifact::Command;
 use accy_ir::text;
@@ -45,8 +46,8 @@ const SOFTMAX: &str = "program {
 }";
 
 /// The max, the sum of exponentials and the division each work on rows alone: one chain
-/// whose workgroups each hold a cache-sized block of rows. (`planned_with` runs the chain's
-/// workgroups last first against the interpreter.)
+/// whose workgroups each hold a cache-sized block of rows. (`planned_with` runs the chain in both
+/// orders against the interpreter.)
 #[test]
 fn a_row_softmax_is_one_chain() {
     let (_, lowered) = planned_with(SOFTMAX, &small_caches());
