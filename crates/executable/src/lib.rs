@@ -52,7 +52,7 @@
 //! - [`WritableCode`] is `Send + Sync` too, but writing needs `&mut`, so one thread at a time.
 //! - [`CpuInfo`] is a plain `Clone + Send + Sync` value, detected when constructed. There is no
 //!   lazily initialised process-wide mutable state anywhere in this crate.
-//! - [`GuardedBuffer`] is `Send + Sync` with `Vec<u8>`'s rules.
+//! - `GuardedBuffer` (feature `testing`) is `Send + Sync` with `Vec<u8>`'s rules.
 //! - [`LoadedArtifact`] and [`Weights`] are `Send + Sync` (checked at compile time) and never
 //!   change after construction: any number of threads may run one `LoadedArtifact` at once,
 //!   each with its own buffers and its own [`Scratch`].
