@@ -242,6 +242,7 @@ pub(crate) struct Workers {
 unsafe impl Sync for Workers {}
 
 /// A dispatch's state, shared read-only by the threads running its workgroups.
+#[derive(Clone, Copy)]
 struct SharedState(DispatchState);
 
 // SAFETY: the state is only read during the dispatch (by the threads running its workgroups,
@@ -272,6 +273,7 @@ struct Chain<'s> {
 unsafe impl Sync for Chain<'_> {}
 
 /// What one call of a link's kernel needs: its entry and state.
+#[derive(Clone, Copy)]
 struct Call<'c> {
     entry: CodeEntry<'c>,
     state: SharedState,
@@ -390,11 +392,8 @@ fn dispatch(
     // status, if one did.
     let run_workgroup = |workgroup: u32, worker: u32| -> Option<(usize, u32)> {
         for (i, link) in links().enumerate() {
-            let prepared = match &lone {
-                Some(call) => Ok(Call {
-                    entry: call.entry,
-                    state: SharedState(call.state.0),
-                }),
+            let prepared = match lone {
+                Some(call) => Ok(call),
                 None => prepare_call(loaded, workers, chain, link, workgroups),
             };
             let status = match prepared {

@@ -141,7 +141,7 @@ pub fn run_code(
         code,
         entry,
         buffers,
-        (workgroups, None),
+        (workgroups, Launch::new(workgroups).calls()),
         abi_version,
         &lengths,
         0,
@@ -150,13 +150,13 @@ pub fn run_code(
 
 /// [`run_code`], but the dispatch state claims `lengths` (one per buffer, or a different
 /// count) as the bindings' byte lengths instead of their real sizes: for testing the kernel's
-/// own binding checks and, by claiming more than is mapped, the guard pages. With `only`, just
-/// that one of the `workgroups` runs (a chained dispatch's workgroup).
+/// own binding checks and, by claiming more than is mapped, the guard pages. `calls` are the
+/// workgroup indices run, of `workgroups` ([`Launch::calls`]).
 pub fn run_code_claiming(
     code: &[u8],
     entry: u32,
     buffers: &mut [Vec<u8>],
-    (workgroups, only): (u32, Option<u32>),
+    (workgroups, calls): (u32, std::ops::Range<u32>),
     abi_version: u32,
     lengths_claimed: &[u64],
     worker_scratch: u64,
@@ -288,10 +288,6 @@ pub fn run_code_claiming(
 
     let top = STACK_BOTTOM + STACK_SIZE;
     let mut statuses = Vec::new();
-    let calls = match only {
-        Some(wg) => wg..wg.saturating_add(1),
-        None => 0..workgroups.max(1),
-    };
     for wg in calls {
         for r in 19..29 {
             uc.reg_write(x(r), sentinel(r as u64)).map_err(err("x"))?;
@@ -392,7 +388,7 @@ impl KernelRunner for EmulatorRunner {
             &code.code,
             entry,
             buffers,
-            (launch.workgroups, launch.only),
+            (launch.workgroups, launch.calls()),
             launch.abi_version,
             &lengths,
             worker_scratch,

@@ -26,8 +26,8 @@
 //! L3, 1 thread, p50 of `accy bench`: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0
 //! ms; at 16 MiB, softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way; at 32 MiB, softmax
 //! 4.2-4.6 → 3.5 ms, layer norm 5.7-6.0 → 4.5 ms). The chain's workgroup count is the
-//! largest of its links', raised until one workgroup's rows of the row-partitioned data (each region once)
-//! fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
+//! largest of its links', raised until one workgroup's rows of the row-partitioned data
+//! (each region once) fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
 //! link already had more). A kernel computes the same bytes for any workgroup count, so this
 //! changes no result.
 //!
@@ -53,14 +53,13 @@ enum Rows {
     Other,
 }
 
-/// How `k` touches binding `b`.
-fn rows_of(k: &LoopKernel, b: u32) -> Rows {
+/// How `k` touches binding `b` (`live`: [`LoopKernel::live_nodes`]).
+fn rows_of(k: &LoopKernel, live: &[bool], b: u32) -> Rows {
     let Some(elem) = k.bindings.get(b as usize).map(|x| x.dtype.size_bytes()) else {
         return Rows::Other;
     };
-    let live = k.live_nodes();
     let mut maps = Vec::new();
-    for (n, is_live) in k.nodes.iter().zip(&live) {
+    for (n, is_live) in k.nodes.iter().zip(live) {
         match &n.node {
             Node::Load { binding, map } if *binding == b && *is_live => maps.push(map),
             Node::Gather { binding, .. } if *binding == b && *is_live => return Rows::Other,
@@ -119,10 +118,11 @@ fn link_of<'k>(command: &Command, kernels: &'k [Kernel]) -> Option<Link<'k>> {
     if k.parallel_rank == 0 || k.dims.first().is_none_or(|&e| e < 2) {
         return None;
     }
+    let live = k.live_nodes();
     let uses = bindings
         .iter()
         .enumerate()
-        .map(|(i, b)| (b.region, b.access.writes(), rows_of(k, i as u32)))
+        .map(|(i, b)| (b.region, b.access.writes(), rows_of(k, &live, i as u32)))
         .collect();
     Some(Link { kernel: k, uses })
 }

@@ -55,6 +55,15 @@ impl Launch<'_> {
             claimed_lengths: None,
         }
     }
+
+    /// The workgroup indices to call, in order: `only`, or all of them (one call even for 0
+    /// workgroups).
+    pub fn calls(&self) -> std::ops::Range<u32> {
+        match self.only {
+            Some(wg) => wg..wg.saturating_add(1),
+            None => 0..self.workgroups.max(1),
+        }
+    }
 }
 
 /// Where conformance cases run a backend's code.

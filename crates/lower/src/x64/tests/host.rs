@@ -86,11 +86,8 @@ impl KernelRunner for HostRunner {
             worker_count: 1,
             reserved: 0,
         };
-        let calls = match launch.only {
-            Some(wg) => wg..wg.saturating_add(1),
-            None => 0..launch.workgroups.max(1),
-        };
-        let statuses = calls
+        let statuses = launch
+            .calls()
             .map(|wg| {
                 // SAFETY: the code was emitted for the dispatch ABI and for this host's features
                 // (the runner exists only for a tier the host runs, and the decode above proved
