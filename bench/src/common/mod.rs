@@ -98,11 +98,7 @@ fn calls_per_sample(f: &mut impl FnMut()) -> u32 {
 /// The median over samples of `f`'s time per call by `clock` (elapsed time since a reading),
 /// each sample a batch of calls ([`calls_per_sample`]), over enough samples to fill about
 /// `budget` (at least 3, at most 1000).
-fn median_by(
-    budget: Duration,
-    mut f: impl FnMut(),
-    clock: impl Fn() -> Duration,
-) -> Duration {
+fn median_by(budget: Duration, mut f: impl FnMut(), clock: impl Fn() -> Duration) -> Duration {
     let calls = calls_per_sample(&mut f);
     let mut times = Vec::new();
     let start = Instant::now();
@@ -173,11 +169,59 @@ fn seeded<'p>(params: impl Iterator<Item = &'p accy_ir::Param>) -> Vec<Vec<u8>> 
         .collect()
 }
 
+/// One cache line: the unit [`Aligned`] allocates in.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// Bytes that start on a 64-byte boundary, as a host's tensor allocator gives them (ONNX
+/// Runtime's aligns to 64), or a set number of bytes past one (`malloc` gives 16 bytes past a
+/// page for large blocks), so a table can say which it measured.
+pub struct Aligned {
+    lines: Vec<Line>,
+    offset: usize,
+    len: usize,
+}
+
+impl Aligned {
+    /// A copy of `bytes`, starting `offset` bytes (below 64) past a line.
+    pub fn new(bytes: &[u8], offset: usize) -> Aligned {
+        let offset = offset % 64;
+        let mut aligned = Aligned {
+            lines: vec![Line([0; 64]); (offset + bytes.len()).div_ceil(64)],
+            offset,
+            len: bytes.len(),
+        };
+        aligned.bytes_mut().copy_from_slice(bytes);
+        aligned
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `lines` holds `64 · lines.len() >= offset + len` initialised bytes (a `Line`
+        // is `repr(C)` around a byte array, without padding), borrowed for as long as `self`.
+        unsafe {
+            std::slice::from_raw_parts(self.lines.as_ptr().cast::<u8>().add(self.offset), self.len)
+        }
+    }
+
+    /// The bytes, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, borrowed mutably for as long as `self` is.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.lines.as_mut_ptr().cast::<u8>().add(self.offset),
+                self.len,
+            )
+        }
+    }
+}
+
 /// A program compiled into a session with buffers for one invocation.
 pub struct Prepared {
     pub handle: Handle,
-    pub inputs: Vec<Vec<u8>>,
-    pub outputs: Vec<Vec<u8>>,
+    pub inputs: Vec<Aligned>,
+    pub outputs: Vec<Aligned>,
     pub scratch: Scratch,
     /// The first compile with the weights: compiling plus packing them (the setup commands).
     pub first_compile: Duration,
@@ -188,6 +232,11 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn new(session: &Session, program: &Program) -> Prepared {
+        Prepared::with_offset(session, program, 0)
+    }
+
+    /// As [`Prepared::new`], with every buffer `offset` bytes (below 64) past a cache line.
+    pub fn with_offset(session: &Session, program: &Program, offset: usize) -> Prepared {
         let weights: Vec<&accy_ir::Param> = program.weights().map(|(_, p)| p).collect();
         let values = seeded(weights.iter().copied());
         let named: Vec<(&str, &[u8])> = weights
@@ -212,11 +261,14 @@ impl Prepared {
             .outputs(handle)
             .expect("outputs")
             .iter()
-            .map(|d| vec![0u8; d.byte_size])
+            .map(|d| Aligned::new(&vec![0u8; d.byte_size], offset))
             .collect();
         Prepared {
             handle,
-            inputs: inputs(program),
+            inputs: inputs(program)
+                .iter()
+                .map(|b| Aligned::new(b, offset))
+                .collect(),
             outputs,
             scratch: Scratch::new(),
             first_compile,
@@ -225,8 +277,8 @@ impl Prepared {
     }
 
     pub fn invoke(&mut self, session: &Session) {
-        let inputs: Vec<&[u8]> = self.inputs.iter().map(Vec::as_slice).collect();
-        let mut outputs: Vec<&mut [u8]> = self.outputs.iter_mut().map(Vec::as_mut_slice).collect();
+        let inputs: Vec<&[u8]> = self.inputs.iter().map(Aligned::bytes).collect();
+        let mut outputs: Vec<&mut [u8]> = self.outputs.iter_mut().map(Aligned::bytes_mut).collect();
         session
             .invoke(self.handle, &mut self.scratch, &inputs, &mut outputs)
             .expect("invoke");
