@@ -92,6 +92,12 @@ pub struct TransposeBlock {
     /// Elements of a block along the innermost (stored contiguously) dim. Both fields apply
     /// to kernels whose values are all 4 bytes or all 8 bytes; others use one line by 8.
     pub run: u64,
+    /// The order of the blocks: `true` visits the blocks of one stripe of source rows (one
+    /// stripe of destination columns) one after another, each reading the next lines of the
+    /// same rows; `false` visits the blocks of one stripe of source columns (destination
+    /// rows), each reading the same lines of the next rows. Workgroups split the outer of the
+    /// two.
+    pub along_rows: bool,
 }
 
 /// What a [`Target`] produces: position-independent code and where each kernel starts.

@@ -12,7 +12,10 @@
 //! whole when it first touches it (x64's AVX2 tiles) asks for a longer inner block instead
 //! and more lines per row ([`crate::Target::transpose_block`]): nothing has to stay cached,
 //! the loops' overhead is spread over more elements, and each visit to a source row's page
-//! reads more of it.
+//! reads more of it. Such a target may also order the blocks along the source rows
+//! ([`crate::TransposeBlock::along_rows`]): each block then reads the next lines of the same
+//! rows, and each destination row gets a whole run of lines per block, which suits
+//! non-temporal stores.
 //!
 //! Only the visiting order changes: every point's loads and store are the same, and an
 //! elementwise kernel whose store map is injective (every stride non-zero) computes each point
@@ -35,6 +38,7 @@ const LINE: u64 = 64;
 pub(crate) const LINE_BY_ROWS: TransposeBlock = TransposeBlock {
     line_bytes: LINE,
     run: ROWS,
+    along_rows: false,
 };
 
 /// A load stride (in elements) from which every step along the innermost dim is a new line.
@@ -105,16 +109,23 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
         let mut out: SmallVec<[i64; 8]> =
             (0..last).filter(|&i| i != d).map(|i| strides[i]).collect();
-        out.extend([
-            strides[d] * bd,
-            strides[last] * bl,
-            strides[d],
-            strides[last],
-        ]);
+        let blocks = [strides[d] * bd, strides[last] * bl];
+        out.extend(if block.along_rows {
+            [blocks[1], blocks[0]]
+        } else {
+            blocks
+        });
+        out.extend([strides[d], strides[last]]);
         out
     };
     let mut dims: SmallVec<[u64; 8]> = (0..last).filter(|&i| i != d).map(|i| k.dims[i]).collect();
-    dims.extend([k.dims[d] / line, k.dims[last] / rows, line, rows]);
+    let blocks = [k.dims[d] / line, k.dims[last] / rows];
+    dims.extend(if block.along_rows {
+        [blocks[1], blocks[0]]
+    } else {
+        blocks
+    });
+    dims.extend([line, rows]);
     for n in &mut k.nodes {
         if let Node::Load { map, .. } = &mut n.node {
             *map = IndexMap {
@@ -188,6 +199,7 @@ mod tests {
         let big = TransposeBlock {
             line_bytes: 1024,
             run: 32,
+            along_rows: false,
         };
         let blocks = |n: u64| {
             let mut k = transpose(n);
@@ -207,6 +219,7 @@ mod tests {
             let block = TransposeBlock {
                 line_bytes: 64,
                 run,
+                along_rows: false,
             };
             block_transposes(&mut k, block);
             k.dims.as_slice()[2..].to_vec()

@@ -264,6 +264,20 @@ pub fn buffers_for(k: &LoopKernel, seed: u64) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `out[i, j] = a[j, i] + b[j]` over dims `[n, m]` (a read transposed, b along the stored
+/// dim), blocked as the planner blocks a transpose with `block` (`plan::blocking`).
+pub fn blocked_transpose(n: u64, m: u64, dtype: DType, block: crate::TransposeBlock) -> LoopKernel {
+    let mut k = binary_2d(
+        [n, m],
+        dtype,
+        (n * m, 0, [1, n as i64]),
+        (m, 0, [0, 1]),
+        BinaryOp::Add,
+    );
+    crate::plan::blocking::block_transposes(&mut k, block);
+    k
+}
+
 /// `out[i, j] = op(a[...], b[...])` over `dims` with the given `(elements, offset, strides)`
 /// load maps and a row-major store.
 pub fn binary_2d(

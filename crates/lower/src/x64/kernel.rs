@@ -114,9 +114,9 @@ fn vector_plan(
 }
 
 /// Whether the code for `k` with vector plan `vplan` uses non-temporal stores: only the
-/// vector loop has them, and not with tiles (whose pointers the alignment head does not step).
+/// vector loop has them (with tiles, only the stores that find an aligned address).
 fn streams(k: &LoopKernel, vplan: Option<&VectorPlan>, caches: Option<&Blocking>) -> bool {
-    vplan.is_some_and(|p| !p.tiles()) && caches.is_some_and(|c| crate::streams_stores(k, c))
+    vplan.is_some() && caches.is_some_and(|c| crate::streams_stores(k, c))
 }
 
 /// Whether [`emit_kernel`] with `caches` gives `k` non-temporal stores on `tier`

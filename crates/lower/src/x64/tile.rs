@@ -33,10 +33,15 @@ use super::vector::VectorPlan;
 use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
-/// How many blocks ahead a fill prefetches its source lines: on a 4096² f32 transpose
-/// (Xeon, 1 thread) 1 block took 20.6 ms, 2 to 4 blocks 17-22 ms (the host's noise is
-/// larger than their differences), 6 blocks 23 ms.
-pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 2;
+/// How many blocks ahead a fill prefetches its source lines (steps of the dim outside the
+/// two tiled ones; when there is none, runs of source rows). On a 4096² f32 transpose
+/// (Xeon, 1 thread, blocks that read the same lines of the next rows) 1 block took 20.6 ms,
+/// 2 to 4 blocks 17-22 ms (the host's noise is larger than their differences), 6 blocks 23
+/// ms. With blocks that read the next lines of the same rows (EPYC, 1 thread, 256-byte
+/// lines, buffers 16 bytes past a cache line), the next fill's lines (a quarter block)
+/// measured 6.4-6.7 ms, 1 block 6.4-7.2 ms, 2 blocks 7.3-7.7 ms, none 7.6-7.7 ms; with
+/// buffers on a line, a quarter to a whole block 7.1-8.2 ms, none 7.8-9.1 ms (noisier).
+pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 1;
 
 /// How many blocks ahead a blocked transpose prefetches its destination lines: on a 4096²
 /// f32 transpose (Xeon, 1 thread) none took 42-45 ms, 1 block 24-25 ms, 2 blocks 18-21 ms,
@@ -44,11 +49,12 @@ pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 2;
 const STORE_PREFETCH_BLOCKS: i64 = 2;
 
 /// The longest inner run read through tiles: its tiles take `run / rows · cols` vector slots
-/// (8 KiB).
-const MAX_TILE_RUN: u64 = 128;
-/// The frame bytes all of a kernel's tiles may take (the frame holds at most 48 KiB, and
-/// the tiles are reread from the L1 cache); further strided loads gather.
-pub(crate) const TILE_BUDGET: usize = 16 << 10;
+/// (16 KiB).
+const MAX_TILE_RUN: u64 = 256;
+/// The frame bytes all of a kernel's tiles may take: one run of [`MAX_TILE_RUN`] with its
+/// column pointer (the frame holds at most 48 KiB, and the tiles are reread from the L1
+/// cache); further strided loads gather.
+pub(crate) const TILE_BUDGET: usize = 20 << 10;
 
 /// Whether a strided load of `k` (its map `strides`) can be read through tiles of `shape`:
 /// an innermost dim of whole vectors (at least one: the fill loop runs at least
@@ -66,14 +72,33 @@ pub(crate) fn tileable(k: &LoopKernel, strides: &[i64], shape: TileShape) -> boo
         && k.dims[inner] <= MAX_TILE_RUN
         && k.dims[outer].is_multiple_of(shape.cols)
         && strides.get(outer) == Some(&1)
-        && strides.get(inner).is_some_and(|s| {
-            // Row offsets up to `2 run + rows` rows on (the fill's prefetches) fit a
-            // displacement.
-            let rows = FILL_PREFETCH_BLOCKS as u64 * k.dims[inner] + shape.rows;
-            s.unsigned_abs()
-                .checked_mul(shape.elem as u64 * rows)
+        && strides.get(inner).is_some_and(|&s| {
+            // A group's rows and the fill's prefetches fit a displacement.
+            let group = s.unsigned_abs().checked_mul(shape.elem as u64 * shape.rows);
+            let ahead = fill_prefetch_ahead(k, strides)
+                .unsigned_abs()
+                .checked_mul(shape.elem as u64);
+            group
+                .zip(ahead)
+                .and_then(|(g, a)| g.checked_add(a))
                 .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
         })
+}
+
+/// Elements from a fill's source rows to those the fill [`FILL_PREFETCH_BLOCKS`] blocks on
+/// reads: along the load's stride in the dim outside the two tiled ones (the blocks of a
+/// blocked transpose, whichever way they step), or [`FILL_PREFETCH_BLOCKS`] runs of rows
+/// down when there is no such dim. Saturates: [`tileable`] then refuses the load.
+fn fill_prefetch_ahead(k: &LoopKernel, strides: &[i64]) -> i64 {
+    let rank = k.dims.len();
+    let block = match rank.checked_sub(3) {
+        Some(d) => strides.get(d).copied().unwrap_or(0),
+        None => {
+            let run = i64::try_from(k.dims[rank - 1]).unwrap_or(i64::MAX);
+            run.saturating_mul(strides.get(rank - 1).copied().unwrap_or(0))
+        }
+    };
+    block.saturating_mul(FILL_PREFETCH_BLOCKS)
 }
 
 /// Bytes of one vector slot.
@@ -149,12 +174,12 @@ impl Emitter<'_> {
             if let (Some(first), Node::Load { binding, map }) = (first, &self.k.nodes[i].node) {
                 let map_slot = self.lay.map[i].ok_or_else(|| self.unsupported("a tile map"))?;
                 let stride = map.strides.get(inner).copied().unwrap_or(0);
-                tiles.push((*first, *binding, map_slot, stride));
+                let ahead = fill_prefetch_ahead(self.k, &map.strides);
+                tiles.push((*first, *binding, map_slot, stride, ahead));
             }
         }
         let groups = (self.k.dims[inner] / shape.rows) as i32;
-        let run = self.k.dims[inner] as i64;
-        for (first, binding, map_slot, stride) in tiles {
+        for (first, binding, map_slot, stride, ahead) in tiles {
             let b = binding as i32 * 8;
             let base = self.lay.vec_slot(first);
             let top = self.ops.new_dynamic_label();
@@ -174,13 +199,14 @@ impl Emitter<'_> {
             // The plan bounded the stride so these displacements fit 32 bits.
             let row = |r: i64, bytes: i64| (shape.elem * r * stride + bytes) as i32;
             // The fill [`FILL_PREFETCH_BLOCKS`] blocks later in the blocked loop order reads
-            // the same columns of the rows that many runs further on: each row's line lies in
-            // a page of its own, which no hardware prefetcher follows, so ask for them now,
+            // the lines `ahead` elements on: each row's line lies in a page of its own, or
+            // among dozens of rows read a line at a time, which no hardware prefetcher
+            // follows, so ask for them now,
             // into the L2: a prefetch into the L1 (`prefetcht0`) holds one of its few fill
             // buffers for the whole trip to memory and measured 20-30% slower. A prefetch
             // never faults, also past the binding's end.
             for r in 0..shape.rows as i64 {
-                let at = row(FILL_PREFETCH_BLOCKS * run + r, 0);
+                let at = row(r, shape.elem * ahead);
                 x64!(self.ops; prefetcht1 [rcx + at]);
             }
             if shape.elem == 8 {

@@ -59,7 +59,9 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
         let tile_pointers = self.emit_tile_pointers(plan);
-        if self.stream {
+        if self.stream && !plan.tiles() {
+            // Tiles fix which column each vector iteration reads, so a run cannot start with
+            // a shorter step: its stores check their own alignment instead.
             self.emit_store_alignment_head(d, plan)?;
         }
         self.pin_loop_state(d, &tile_pointers);
@@ -98,6 +100,40 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jb =>ttop ; =>end);
         self.emit_map_restore(d);
         Ok(())
+    }
+
+    /// A vector store of `ymm(src)` at the store map's offset (rcx: the binding, rax: the
+    /// offset) by a loop that reads tiles, whose runs have no alignment head: non-temporal as
+    /// one store when the address is a multiple of 32 bytes, as two halves when it is a
+    /// multiple of 16 (a buffer from `malloc`: each line is still written whole, by
+    /// consecutive stores), otherwise ordinary. The branch goes the same way at every store
+    /// of a run whose steps are multiples of 8 elements, as a blocked transpose's are. Uses
+    /// rdx and, for the upper half, ymm0 or ymm1 (scratch after the store).
+    fn emit_tile_run_store(&mut self, wide: bool, src: u8) {
+        let [halves, ordinary, done] = [(); 3].map(|_| self.ops.new_dynamic_label());
+        let upper = if src == 0 { 1 } else { 0 };
+        if wide {
+            x64!(self.ops; lea rdx, [rcx + rax * 8]);
+        } else {
+            x64!(self.ops; lea rdx, [rcx + rax * 4]);
+        }
+        // The `ps` forms for both lane widths: a store moves bits, whatever their type.
+        x64!(self.ops
+            ; test dl, 31 ; jnz =>halves
+            ; vmovntps [rdx], Ry(src)
+            ; jmp =>done
+            ; =>halves
+            ; test dl, 15 ; jnz =>ordinary
+            ; vmovntps [rdx], Rx(src)
+            ; vextractf128 Rx(upper), Ry(src), 1
+            ; vmovntps [rdx + 16], Rx(upper)
+        );
+        x64!(self.ops
+            ; jmp =>done
+            ; =>ordinary
+            ; vmovups [rdx], Ry(src)
+            ; =>done
+        );
     }
 
     /// Makes the store address of the vector loop's first iteration a multiple of the vector
@@ -298,7 +334,9 @@ impl Emitter<'_> {
         let b = self.k.store.binding as i32 * 8;
         self.slot_to_rax(map);
         x64!(self.ops; mov rcx, QWORD [r12 + b]);
-        if self.stream && !self.masked {
+        if self.stream && !self.masked && plan.tiles() {
+            self.emit_tile_run_store(plan.wide, src);
+        } else if self.stream && !self.masked {
             // Aligned by the run's head (`emit_store_alignment_head`).
             if plan.zmm {
                 let to = super::vector_zmm::element(plan.wide);

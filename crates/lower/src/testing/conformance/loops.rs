@@ -10,8 +10,8 @@ use smallvec::SmallVec;
 use super::Conformance;
 use crate::kernel::{IndexMap, KernelNode, LoopKernel, Node, Store};
 use crate::testing::kernels::{
-    binary_2d, binding as kb, bits_of, buffers_for, data, edge_values, elementwise, load,
-    node as kn, reduce_2d, DTYPES,
+    binary_2d, binding as kb, bits_of, blocked_transpose, buffers_for, data, edge_values,
+    elementwise, load, node as kn, reduce_2d, DTYPES,
 };
 
 pub(super) fn reductions(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
@@ -94,28 +94,29 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         }
     }
     // Transposes blocked as the planner blocks them (`plan::blocking`), with an operand read
-    // contiguously beside the transposed one: on x64's AVX2 path the transposed operand is
-    // read through tiles (inner runs of 8 to 128).
+    // contiguously beside the transposed one, in both block orders: on x64's AVX2 path the
+    // transposed operand is read through tiles (inner runs of 4 to 256).
     for dtype in [DType::F32, DType::I32, DType::F64, DType::I64] {
         let cases = [
             (32u64, 128u64, 64u64, 64u64),
             (48, 16, 64, 8),
             (128, 256, 256, 128),
+            (64, 512, 128, 256),
             (64, 32, 128, 16),
             // Runs of 4 and 12: whole vectors of 8-byte lanes, not of 4-byte ones.
             (16, 16, 64, 4),
             (32, 24, 64, 12),
         ];
-        for (n, m, line_bytes, run) in cases {
-            let mut k = binary_2d(
-                [n, m],
-                dtype,
-                (n * m, 0, [1, n as i64]),
-                (m, 0, [0, 1]),
-                BinaryOp::Add,
-            );
-            let block = crate::TransposeBlock { line_bytes, run };
-            crate::plan::blocking::block_transposes(&mut k, block);
+        for ((n, m, line_bytes, run), along_rows) in cases
+            .into_iter()
+            .flat_map(|case| [(case, false), (case, true)])
+        {
+            let block = crate::TransposeBlock {
+                line_bytes,
+                run,
+                along_rows,
+            };
+            let k = blocked_transpose(n, m, dtype, block);
             for workgroups in [1, 3] {
                 s.check(&k, &buffers_for(&k, 7), workgroups)?;
             }

@@ -5,7 +5,8 @@
 //! contiguous elementwise op, split inside their only dim across workgroups) and row-by-row
 //! ones; store offsets 0 to 7 elements past the binding's start (which the guard-page placement
 //! puts at an address set by the binding's size) vary how far each run is from the boundary.
-//! A backend that ignores the hint passes as well.
+//! Blocked transposes, whose runs store whole vectors from any start. A backend that ignores
+//! the hint passes as well.
 
 use accy_artifact::Blocking;
 use accy_ir::{BinaryOp, DType, UnaryOp};
@@ -13,7 +14,7 @@ use accy_ir::{BinaryOp, DType, UnaryOp};
 use super::Conformance;
 use crate::emit::STREAM_MIN_RUN;
 use crate::kernel::{IndexMap, LoopKernel, Node};
-use crate::testing::kernels::{binary_2d, buffers_for, elementwise, node as kn};
+use crate::testing::kernels::{binary_2d, blocked_transpose, buffers_for, elementwise, node as kn};
 
 pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     let mut options = s.options.clone();
@@ -84,6 +85,25 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
             longer.nodes.push(kn(op(2, 0), dtype));
             longer.result = 3;
             suite.check(&longer, &buffers_for(&longer, 13), 1)?;
+        }
+    }
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        // A transpose blocked along the source rows into runs of `STREAM_MIN_RUN` (x64 reads
+        // it through tiles and checks each store's alignment instead of aligning the run),
+        // with its output 0, 1, 4 and 8 elements longer: the guard-page placement then
+        // starts it on a page, past 4 bytes, and past 16 and 32 bytes of a 32-byte boundary.
+        let block = crate::TransposeBlock {
+            line_bytes: 128,
+            run,
+            along_rows: true,
+        };
+        let k = blocked_transpose(64, 2 * run, dtype, block);
+        for pad in [0, 1, 4, 8] {
+            let mut padded = k.clone();
+            padded.bindings[2].elements += pad;
+            for workgroups in [1, 3] {
+                suite.check(&padded, &buffers_for(&padded, 14), workgroups)?;
+            }
         }
     }
     s.checked += suite.checked;

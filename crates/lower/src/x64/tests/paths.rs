@@ -89,6 +89,7 @@ fn vector_path_is_taken_where_it_applies() {
             crate::TransposeBlock {
                 line_bytes: 64,
                 run: 64,
+                along_rows: false,
             },
         );
         assert_eq!(blocked.dims.len(), 4, "{dtype} blocked");

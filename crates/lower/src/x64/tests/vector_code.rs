@@ -54,6 +54,56 @@ fn large_outputs_stream_past_the_cache() {
     }
 }
 
+/// A blocked transpose read through tiles streams its output when it is as large as the
+/// last-level cache, on both vector tiers and both lane widths: each store checks its address,
+/// non-temporal as one 32-byte store or as two 16-byte halves, else ordinary, and the kernel
+/// ends with `sfence`.
+#[test]
+fn tiled_transposes_stream_each_aligned_store() {
+    for tier in [X64Tier::Avx2, X64Tier::Avx512] {
+        for dtype in [DType::F32, DType::F64] {
+            let nt = "vmovntps";
+            let (n, m) = (64u64, 512u64);
+            let block = crate::TransposeBlock {
+                line_bytes: 128,
+                run: 256,
+                along_rows: true,
+            };
+            let k = crate::testing::kernels::blocked_transpose(n, m, dtype, block);
+            assert!(crate::x64::vector_plan::vector_tiles(&k), "{dtype} tiled");
+            let bytes = n * m * dtype.size_bytes();
+            let options = Options::default().with_caches(accy_artifact::Blocking {
+                llc: bytes,
+                ..Options::default().caches
+            });
+            let target = X64Target::new(tier);
+            assert!(target.streams_stores(&k, &options), "{tier:?} {dtype}");
+            let code = target
+                .emit(&[Kernel::Loop(k.clone())], &options)
+                .expect("emit");
+            let text = disassemble(&code.code).expect("decodes");
+            // The whole store, the two halves, then the ordinary store after a jump.
+            let lines: Vec<&str> = text.lines().collect();
+            let expected = [
+                format!("{nt} [rdx],ymm"),
+                format!("{nt} [rdx],xmm"),
+                format!("{nt} [rdx+0x10],xmm"),
+                "jmp".to_string(),
+                "vmovups [rdx],ymm".to_string(),
+            ];
+            let found = lines.windows(9).any(|w| {
+                w[0].starts_with(&expected[0])
+                    && w[4].starts_with(&expected[1])
+                    && w[6].starts_with(&expected[2])
+                    && w[7].starts_with(&expected[3])
+                    && w[8].starts_with(&expected[4])
+            });
+            assert!(found, "{tier:?} {dtype}:\n{text}");
+            assert!(text.contains("sfence"), "{tier:?} {dtype}:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn avx512_tier_runs_zmm_vector_loops_ending_with_a_masked_iteration() {
     let target = X64Target::new(X64Tier::Avx512);
