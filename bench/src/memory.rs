@@ -8,13 +8,12 @@
 //! 64K f32 (in cache) and 16M f32, a row softmax and a layer norm (with gamma and beta) over
 //! 4096×1024 f32 (16 MiB) and 16384×1024 f32 (64 MiB, past the last-level cache, where their
 //! passes run as dispatch chains), and a transpose of 4096×4096 f32 — each as GB/s of its
-//! minimal traffic (every
-//! input and weight byte read once, every output byte written once) and as a ratio to the copy,
-//! at 1 thread and at all threads. Buffers start on a 64-byte cache line, as a tensor
-//! allocator gives them (ONNX Runtime's aligns to 64); the transpose is measured a second time
-//! with buffers 16 bytes past a line, as `malloc` places a large block. Cells are the best of several rounds (interference on a
-//! shared host only slows a measurement down); 1-thread runs are pinned to CPU 0 and timed by
-//! the thread's CPU time.
+//! minimal traffic (every input and weight byte read once, every output byte written once)
+//! and as a ratio to the copy, at 1 thread and at all threads. Buffers start on a 64-byte
+//! cache line, as a tensor allocator gives them (ONNX Runtime's aligns to 64); the transpose
+//! is measured a second time with buffers 16 bytes past a line, as `malloc` places a large
+//! block. Cells are the best of several rounds (interference on a shared host only slows a
+//! measurement down); 1-thread runs are pinned to CPU 0 and timed by the thread's CPU time.
 
 mod common;
 
@@ -190,9 +189,10 @@ fn main() {
     }
     println!(
         "memory: f32; {all} CPUs; GB/s of minimal traffic (parameters read once, outputs written \
-         once); buffers start on a 64-byte line unless the case says otherwise; each cell the best of {rounds} rounds, each a median over ~{} ms of samples of \
-         >= 50 µs (a batch of calls when calls are shorter); 1-thread runs \
-         pinned to CPU 0 and timed by the thread's CPU time, others by wall time",
+         once); buffers start on a 64-byte line unless the case says otherwise; each cell the \
+         best of {rounds} rounds, each a median over ~{} ms of samples of >= 50 µs (a batch of \
+         calls when calls are shorter); 1-thread runs pinned to CPU 0 and timed by the \
+         thread's CPU time, others by wall time",
         budget.as_millis()
     );
     println!();

@@ -70,7 +70,9 @@ pub trait Target: Send + Sync + std::fmt::Debug {
 
     /// Whether this target's code for `k`, compiled with `options`, writes its result with
     /// non-temporal stores: [`crate::streams_stores`] allows it, and the target's code for `k`
-    /// has the vector loop that uses them (by default: never). Shown by `accy inspect`.
+    /// has the vector loop that uses them (by default: never). Some stores may still be
+    /// ordinary (x64's tiled loops use them where an address is not aligned). Shown by
+    /// `accy inspect`.
     fn streams_stores(&self, k: &crate::kernel::LoopKernel, options: &Options) -> bool {
         let _ = (k, options);
         false
@@ -95,8 +97,9 @@ pub struct TransposeBlock {
     /// The order of the blocks: `true` visits the blocks of one stripe of source rows (one
     /// stripe of destination columns) one after another, each reading the next lines of the
     /// same rows; `false` visits the blocks of one stripe of source columns (destination
-    /// rows), each reading the same lines of the next rows. Workgroups split the outer of the
-    /// two.
+    /// rows), each reading the same lines of the next rows. Applies only where a run is at
+    /// least a 64-byte line (so each block writes whole destination lines); shorter runs
+    /// keep `false`.
     pub along_rows: bool,
 }
 

@@ -48,7 +48,8 @@ const FAR: i64 = 16;
 /// documentation), otherwise leaves it as it is. The blocks are those `block` asks for (the
 /// target's [`crate::Target::transpose_block`]) when every value is 4 bytes, or every value
 /// 8 bytes, and the dims divide into them, or the largest halving of them that the dims
-/// divide into; else one line by [`ROWS`].
+/// divide into; else one line by [`ROWS`]. The blocks follow `block`'s order when a run
+/// is at least a line, else the order along the source columns.
 pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     let rank = k.dims.len();
     if k.reduction.is_some() || rank < 2 || rank + 2 > MAX_RANK || k.parallel_rank as usize != rank
@@ -106,11 +107,14 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
         return;
     };
     let (bd, bl) = (line as i64, rows as i64);
+    // Along the rows, each destination row's lines must be written whole within a block: a
+    // part line would be completed only a stripe later, long after it left the cache.
+    let along_rows = block.along_rows && rows * size >= LINE;
     let reorder = |strides: &SmallVec<[i64; 8]>| -> SmallVec<[i64; 8]> {
         let mut out: SmallVec<[i64; 8]> =
             (0..last).filter(|&i| i != d).map(|i| strides[i]).collect();
         let blocks = [strides[d] * bd, strides[last] * bl];
-        out.extend(if block.along_rows {
+        out.extend(if along_rows {
             [blocks[1], blocks[0]]
         } else {
             blocks
@@ -120,7 +124,7 @@ pub(crate) fn block_transposes(k: &mut LoopKernel, block: TransposeBlock) {
     };
     let mut dims: SmallVec<[u64; 8]> = (0..last).filter(|&i| i != d).map(|i| k.dims[i]).collect();
     let blocks = [k.dims[d] / line, k.dims[last] / rows];
-    dims.extend(if block.along_rows {
+    dims.extend(if along_rows {
         [blocks[1], blocks[0]]
     } else {
         blocks
@@ -190,6 +194,25 @@ mod tests {
             dst
         };
         assert_eq!(run(&plain), run(&blocked));
+        // Along the rows: 3 stripes of 32 source rows, each 6 blocks of a line.
+        let along = TransposeBlock {
+            line_bytes: 64,
+            run: 32,
+            along_rows: true,
+        };
+        let mut rows_first = plain.clone();
+        block_transposes(&mut rows_first, along);
+        assert_eq!(rows_first.dims.as_slice(), &[3, 6, 16, 32]);
+        assert_eq!(
+            rows_first.store.map.strides.as_slice(),
+            &[32, 16 * 96, 96, 1]
+        );
+        rows_first.validate().unwrap();
+        assert_eq!(run(&plain), run(&rows_first));
+        // A run shorter than a line keeps the order along the columns.
+        let mut short = plain.clone();
+        block_transposes(&mut short, TransposeBlock { run: 8, ..along });
+        assert_eq!(short, blocked);
     }
 
     /// A target block the dims do not divide into is halved (lines first, then rows) until

@@ -64,7 +64,8 @@ pub(crate) struct Emitter<'a> {
     /// Whether the vector loop's whole-vector stores are non-temporal
     /// ([`crate::streams_stores`]); each run of the inner loop first moves on to a store
     /// address aligned to a vector, as those instructions require (see
-    /// `emit_store_alignment_head`).
+    /// `emit_store_alignment_head`), except in a loop that reads tiles, whose stores check
+    /// their own address (`emit_tile_run_store`).
     pub stream: bool,
 }
 
@@ -255,7 +256,8 @@ impl Emitter<'_> {
         }
         if self.stream {
             // The alignment head counts whole elements to a vector boundary: refuse a store
-            // binding that is not element-aligned (the runtime never passes one).
+            // binding that is not element-aligned (the runtime never passes one). Tiled
+            // loops have no head and need no such check, but it costs nothing.
             let size = self.k.bindings[self.k.store.binding as usize]
                 .dtype
                 .size_bytes();

@@ -34,7 +34,7 @@ use crate::kernel::{LoopKernel, Node};
 use crate::target::EmitError;
 
 /// How many blocks ahead a fill prefetches its source lines (steps of the dim outside the
-/// two tiled ones; when there is none, runs of source rows). On a 4096² f32 transpose
+/// two tiled ones). On a 4096² f32 transpose
 /// (Xeon, 1 thread, blocks that read the same lines of the next rows) 1 block took 20.6 ms,
 /// 2 to 4 blocks 17-22 ms (the host's noise is larger than their differences), 6 blocks 23
 /// ms. With blocks that read the next lines of the same rows (EPYC, 1 thread, 256-byte
@@ -81,23 +81,21 @@ pub(crate) fn tileable(k: &LoopKernel, strides: &[i64], shape: TileShape) -> boo
             group
                 .zip(ahead)
                 .and_then(|(g, a)| g.checked_add(a))
-                .is_some_and(|bytes| bytes + 64 <= i32::MAX as u64)
+                .is_some_and(|bytes| bytes <= (i32::MAX - 64) as u64)
         })
 }
 
 /// Elements from a fill's source rows to those the fill [`FILL_PREFETCH_BLOCKS`] blocks on
-/// reads: along the load's stride in the dim outside the two tiled ones (the blocks of a
-/// blocked transpose, whichever way they step), or [`FILL_PREFETCH_BLOCKS`] runs of rows
-/// down when there is no such dim. Saturates: [`tileable`] then refuses the load.
+/// reads: along the load's stride in the dim outside the two tiled ones (a tiled load has
+/// one: [`tileable`] asks for rank 3 or more), which for a blocked transpose is the block
+/// step, whichever way the blocks go. Saturates: [`tileable`] then refuses the load.
 fn fill_prefetch_ahead(k: &LoopKernel, strides: &[i64]) -> i64 {
-    let rank = k.dims.len();
-    let block = match rank.checked_sub(3) {
-        Some(d) => strides.get(d).copied().unwrap_or(0),
-        None => {
-            let run = i64::try_from(k.dims[rank - 1]).unwrap_or(i64::MAX);
-            run.saturating_mul(strides.get(rank - 1).copied().unwrap_or(0))
-        }
-    };
+    let block = k
+        .dims
+        .len()
+        .checked_sub(3)
+        .and_then(|d| strides.get(d).copied())
+        .unwrap_or(0);
     block.saturating_mul(FILL_PREFETCH_BLOCKS)
 }
 
@@ -325,8 +323,10 @@ impl Emitter<'_> {
 
     /// For a blocked transpose read through tiles, the bytes from a store to the same place
     /// [`STORE_PREFETCH_BLOCKS`] blocks on (steps of the dim outside the two tiled dims): each
-    /// run writes a few lines of one destination row and the next blocks continue them, a
-    /// pattern no hardware prefetcher catches in time, so the store waits for each line;
+    /// run writes a few lines of one destination row, and the block that many steps on
+    /// writes the lines at the same place from its own start (the next lines of the same
+    /// rows, or lines of rows further down, as the blocks go), a pattern no hardware
+    /// prefetcher catches in time, so the store waits for each line;
     /// asking for it (into the L2, as the tile fills do) ahead overlaps that wait. A prefetch
     /// never faults, also past the end. (`prefetchw` would also ask for ownership, but it is
     /// a feature of its own that the tiers do not declare.)

@@ -107,9 +107,11 @@ impl Emitter<'_> {
     /// one store when the address is a multiple of 32 bytes, as two halves when it is a
     /// multiple of 16 (a buffer from `malloc`: each line is still written whole, by
     /// consecutive stores), otherwise ordinary. The branch goes the same way at every store
-    /// of a run whose steps are multiples of 8 elements, as a blocked transpose's are. Uses
-    /// rdx and, for the upper half, ymm0 or ymm1 (scratch after the store).
-    fn emit_tile_run_store(&mut self, wide: bool, src: u8) {
+    /// of a run whose steps are multiples of 8 elements, as a blocked transpose's are. The
+    /// ordinary store prefetches the line `ahead` bytes on, as the loop does without streams
+    /// ([`Emitter::store_prefetch_distance`]). Uses rdx and, for the upper half, ymm0 or
+    /// ymm1 (scratch after the store).
+    fn emit_tile_run_store(&mut self, wide: bool, src: u8, ahead: Option<i32>) {
         let [halves, ordinary, done] = [(); 3].map(|_| self.ops.new_dynamic_label());
         let upper = if src == 0 { 1 } else { 0 };
         if wide {
@@ -132,8 +134,11 @@ impl Emitter<'_> {
             ; jmp =>done
             ; =>ordinary
             ; vmovups [rdx], Ry(src)
-            ; =>done
         );
+        if let Some(ahead) = ahead {
+            x64!(self.ops; prefetcht1 [rdx + ahead]);
+        }
+        x64!(self.ops; =>done);
     }
 
     /// Makes the store address of the vector loop's first iteration a multiple of the vector
@@ -141,8 +146,9 @@ impl Emitter<'_> {
     /// a vector, one vector of points is computed and stored with an ordinary store, and the
     /// run moves on by only as many points as reach the next aligned address; the loop (or
     /// the tail) then stores the rest of that vector again, which is harmless since no node
-    /// reads the store binding ([`crate::streams_stores`]): the last store of a point wins. Runs after the uniform prefix and before
-    /// the loop state is pinned, like the masked tail.
+    /// reads the store binding ([`crate::streams_stores`]): the last store of a point wins.
+    /// Runs after the uniform prefix and before the loop state is pinned, like the masked
+    /// tail.
     fn emit_store_alignment_head(&mut self, d: usize, plan: &VectorPlan) -> Result<(), EmitError> {
         let counter = self.lay.counter[d];
         let skip = self.ops.new_dynamic_label();
@@ -335,7 +341,8 @@ impl Emitter<'_> {
         self.slot_to_rax(map);
         x64!(self.ops; mov rcx, QWORD [r12 + b]);
         if self.stream && !self.masked && plan.tiles() {
-            self.emit_tile_run_store(plan.wide, src);
+            let ahead = self.store_prefetch_distance(plan);
+            self.emit_tile_run_store(plan.wide, src, ahead);
         } else if self.stream && !self.masked {
             // Aligned by the run's head (`emit_store_alignment_head`).
             if plan.zmm {

@@ -5,8 +5,8 @@
 //! contiguous elementwise op, split inside their only dim across workgroups) and row-by-row
 //! ones; store offsets 0 to 7 elements past the binding's start (which the guard-page placement
 //! puts at an address set by the binding's size) vary how far each run is from the boundary.
-//! Blocked transposes, whose runs store whole vectors from any start. A backend that ignores
-//! the hint passes as well.
+//! Blocked transposes read through tiles, whose runs have no alignment head: each store
+//! checks its own address. A backend that ignores the hint passes as well.
 
 use accy_artifact::Blocking;
 use accy_ir::{BinaryOp, DType, UnaryOp};
@@ -90,15 +90,18 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
         // A transpose blocked along the source rows into runs of `STREAM_MIN_RUN` (x64 reads
         // it through tiles and checks each store's alignment instead of aligning the run),
-        // with its output 0, 1, 4 and 8 elements longer: the guard-page placement then
-        // starts it on a page, past 4 bytes, and past 16 and 32 bytes of a 32-byte boundary.
+        // its output 0, 1 element, 16 and 32 bytes longer: the guard-page placement (the
+        // buffer ends on a page, and the unpadded output is whole pages) then starts it on
+        // a page, one element before a 32-byte boundary, 16 bytes past one, and on one: a
+        // whole non-temporal store, an ordinary one, two halves, a whole one again.
+        let size = dtype.size_bytes();
         let block = crate::TransposeBlock {
             line_bytes: 128,
             run,
             along_rows: true,
         };
         let k = blocked_transpose(64, 2 * run, dtype, block);
-        for pad in [0, 1, 4, 8] {
+        for pad in [0, 1, 16 / size, 32 / size] {
             let mut padded = k.clone();
             padded.bindings[2].elements += pad;
             for workgroups in [1, 3] {
