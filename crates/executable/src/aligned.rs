@@ -9,6 +9,8 @@ use std::alloc::{self, Layout};
 use std::fmt;
 use std::ptr::NonNull;
 
+use crate::pages::{touch_slack, READABLE_SLACK};
+
 /// An allocation of `bytes` bytes at `alignment` failed, or the pair is not a valid layout
 /// (alignment not a power of two, or size too large once rounded to the alignment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,8 +22,9 @@ pub(crate) struct AllocFailure {
 }
 
 /// An owned block of `len` bytes whose address is a multiple of `alignment`, zeroed at
-/// creation and freed on drop. A zero-length block allocates nothing and has a dangling,
-/// non-null, aligned address.
+/// creation and freed on drop, with [`READABLE_SLACK`] allocated and present bytes after
+/// them (see there: a masked vector access past the end never reaches an absent page). A
+/// zero-length block allocates nothing and has a dangling, non-null, aligned address.
 pub(crate) struct AlignedBytes {
     ptr: NonNull<u8>,
     len: usize,
@@ -50,7 +53,10 @@ impl AlignedBytes {
             bytes: len,
             alignment,
         };
-        let layout = Layout::from_size_align(len, alignment).map_err(|_| failure)?;
+        let layout = len
+            .checked_add(READABLE_SLACK)
+            .and_then(|bytes| Layout::from_size_align(bytes, alignment).ok())
+            .ok_or(failure)?;
         if len == 0 {
             // The alignment itself is a non-zero multiple of the alignment: the usual
             // dangling address for an aligned empty allocation.
@@ -62,9 +68,11 @@ impl AlignedBytes {
                 alignment,
             });
         }
-        // SAFETY: `layout` has a non-zero size (checked just above).
+        // SAFETY: `layout` has a non-zero size (at least the slack).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(failure)?;
+        // SAFETY: the allocation holds `len + READABLE_SLACK` zeroed bytes.
+        unsafe { touch_slack(ptr.as_ptr(), len) };
         Ok(AlignedBytes {
             ptr,
             len,
@@ -120,13 +128,13 @@ impl Drop for AlignedBytes {
         if self.len == 0 {
             return;
         }
-        // SAFETY: a non-empty block was allocated in `zeroed` with exactly this size and
-        // alignment (which formed a valid layout then, so they do now), and is freed only
-        // here.
+        // SAFETY: a non-empty block was allocated in `zeroed` with exactly this size (its
+        // length and the slack) and alignment, which formed a valid layout then, so they do
+        // now, and is freed only here.
         unsafe {
             alloc::dealloc(
                 self.ptr.as_ptr(),
-                Layout::from_size_align_unchecked(self.len, self.alignment),
+                Layout::from_size_align_unchecked(self.len + READABLE_SLACK, self.alignment),
             );
         }
     }
