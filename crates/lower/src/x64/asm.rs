@@ -31,6 +31,7 @@ pub(crate) use x64;
 pub(crate) mod gpr {
     pub const RAX: u8 = 0;
     pub const RCX: u8 = 1;
+    pub const RDX: u8 = 2;
 }
 
 /// `value` as an `i32` if it fits (then an `imm32`/`disp32` form can carry it).

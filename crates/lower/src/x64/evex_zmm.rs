@@ -318,6 +318,20 @@ pub(crate) mod zv {
     }
     /// `vextractf64x4 ymm/m256, zmm, imm8`: the source goes in reg, the destination in r/m.
     pub(crate) const EXTRACTF64X4: Op = op(3, 1, true, 0x1B);
+    /// `vextractf32x4 xmm/m128, zmm, imm8`: the source goes in reg, the destination in r/m.
+    pub(crate) const EXTRACTF32X4: Op = op(3, 1, false, 0x19);
+    /// `vinsertf32x4 zmm, zmm, xmm/m128, imm8`: the 128-bit lane `imm8` replaced.
+    pub(crate) const INSERTF32X4: Op = op(3, 1, false, 0x18);
+    /// `vunpcklps`/`vunpcklpd`: the low halves of each 128-bit lane's pair, interleaved.
+    pub(crate) const fn unpckl(wide: bool) -> Op {
+        float(wide, 0x14)
+    }
+    /// `vunpckhps`/`vunpckhpd`: the high halves, interleaved.
+    pub(crate) const fn unpckh(wide: bool) -> Op {
+        float(wide, 0x15)
+    }
+    /// `vshufps zmm, zmm, zmm, imm8`: per 128-bit lane, two elements of each source.
+    pub(crate) const SHUFPS: Op = op(1, 0, false, 0xC6);
     /// `vpbroadcastd zmm, r32` / `vpbroadcastq zmm, r64`.
     pub(crate) const fn pbroadcast_gpr(wide: bool) -> Op {
         op(2, 1, wide, 0x7C)

@@ -20,6 +20,13 @@
 //! elements. 64-bit lanes: each 4×2 piece is rows 0/2 and 1/3 paired by lane, then one unpack
 //! per column. Both use the scratch registers ymm0–ymm4 only, so vector values the plan keeps
 //! in ymm5–ymm15 across the loop survive.
+//!
+//! The AVX-512 tier reads tiles in zmm vectors (16 or 8 lanes, so a fill group is 16 or 8
+//! rows): the same quarters, each register now four 128-bit row pieces (rows q, q+4, q+8,
+//! q+12, or for 64-bit lanes rows r, r+2, r+4, r+6), the same in-lane shuffles, and 64-byte
+//! columns. Each column is a whole line of the frame (the tiles start at the first 64-byte
+//! boundary of their slots), so the fill's stores and the loop's loads never split a line,
+//! and the loop stores whole 64-byte lines of the destination (non-temporal when streaming).
 
 #[allow(
     unused_imports,
@@ -27,7 +34,8 @@
 )]
 use dynasmrt::{DynasmApi, DynasmLabelApi};
 
-use super::asm::x64;
+use super::asm::{gpr, x64};
+use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::vector::VectorPlan;
 use crate::kernel::{LoopKernel, Node};
@@ -99,11 +107,11 @@ fn fill_prefetch_ahead(k: &LoopKernel, strides: &[i64]) -> i64 {
     block.saturating_mul(FILL_PREFETCH_BLOCKS)
 }
 
-/// Bytes of one vector slot.
-const SLOT: i32 = 32;
+/// Bytes of one frame unit (the vector plan counts its slots in these).
+const UNIT: usize = 32;
 
-/// The shape of the tiles for one lane width: a fill group is `rows` rows (one vector's
-/// lanes) by `cols` columns (a 64-byte line of each row).
+/// The shape of the tiles for one lane width and vector size: a fill group is `rows` rows (one
+/// vector's lanes) by `cols` columns (a 64-byte line of each row).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TileShape {
     /// Rows per fill group: the lanes of a vector.
@@ -112,35 +120,44 @@ pub(crate) struct TileShape {
     pub cols: u64,
     /// Bytes per element.
     pub elem: i64,
+    /// Whether the columns are zmm vectors (64 bytes) rather than ymm ones (32).
+    pub zmm: bool,
 }
 
 impl TileShape {
-    /// The shape for 64-bit lanes (`wide`) or 32-bit lanes.
-    pub(crate) fn of(wide: bool) -> TileShape {
-        if wide {
-            TileShape {
-                rows: 4,
-                cols: 8,
-                elem: 8,
-            }
-        } else {
-            TileShape {
-                rows: 8,
-                cols: 16,
-                elem: 4,
-            }
+    /// The shape for 64-bit lanes (`wide`) or 32-bit lanes, in zmm vectors (`zmm`) or ymm.
+    pub(crate) fn of(wide: bool, zmm: bool) -> TileShape {
+        let elem: i64 = if wide { 8 } else { 4 };
+        let vector: i64 = if zmm { 64 } else { 32 };
+        TileShape {
+            rows: (vector / elem) as u64,
+            cols: (64 / elem) as u64,
+            elem,
+            zmm,
         }
     }
 
-    /// The vector slots the tiles of an inner run of `run` elements take (the column pointer
-    /// takes one more).
-    pub(crate) fn slots(self, run: u64) -> usize {
-        (run / self.rows * self.cols) as usize
+    /// Bytes of one column: a vector.
+    pub(crate) fn column_bytes(self) -> i32 {
+        if self.zmm {
+            64
+        } else {
+            32
+        }
+    }
+
+    /// The frame units the tiles of an inner run of `run` elements take: their columns, for
+    /// zmm columns the units that let the first start on a 64-byte boundary (the frame is
+    /// only 16-byte aligned), and last the column pointer.
+    pub(crate) fn units(self, run: u64) -> usize {
+        let columns = (run / self.rows * self.cols) as usize;
+        let pad = if self.zmm { 2 } else { 0 };
+        columns * self.column_bytes() as usize / UNIT + pad + 1
     }
 
     /// Bytes a column pointer moves per vector iteration: one fill group's columns.
     pub(crate) fn step(self) -> i64 {
-        i64::from(SLOT) * self.cols as i64
+        i64::from(self.column_bytes()) * self.cols as i64
     }
 }
 
@@ -149,7 +166,7 @@ impl Emitter<'_> {
     /// `cols`-th step (16 or 8) the tile fills first, then the vectorized dim.
     pub(crate) fn emit_tiled_step(&mut self, inner: usize) -> Result<(), EmitError> {
         let outer = inner - 1;
-        let Some(shape) = self.vplan.as_ref().map(|p| TileShape::of(p.wide)) else {
+        let Some(shape) = self.vplan.as_ref().map(VectorPlan::tile_shape) else {
             return Err(self.unsupported("tiles without a vector plan"));
         };
         let skip = self.ops.new_dynamic_label();
@@ -188,9 +205,9 @@ impl Emitter<'_> {
             } else {
                 x64!(self.ops; lea rcx, [rcx + rax * 4]);
             }
-            // rcx: the group's first row; rdx: the group's first slot; eax: groups left.
+            // rcx: the group's first row; rdx: the group's first column; eax: groups left.
+            self.emit_tile_base(gpr::RDX, base, shape);
             x64!(self.ops
-                ; lea rdx, [rsp + base]
                 ; mov eax, groups
                 ; =>top
             );
@@ -207,14 +224,15 @@ impl Emitter<'_> {
                 let at = row(r, shape.elem * ahead);
                 x64!(self.ops; prefetcht1 [rcx + at]);
             }
-            if shape.elem == 8 {
-                self.emit_fill_group_64(row);
-            } else {
-                self.emit_fill_group_32(row);
+            match (shape.zmm, shape.elem == 8) {
+                (false, false) => self.emit_fill_group_32(row),
+                (false, true) => self.emit_fill_group_64(row),
+                (true, false) => self.emit_zfill_group_32(row),
+                (true, true) => self.emit_zfill_group_64(row),
             }
             x64!(self.ops
                 ; add rcx, row(shape.rows as i64, 0)
-                ; add rdx, SLOT * shape.cols as i32
+                ; add rdx, shape.step() as i32
                 ; sub eax, 1
                 ; jnz =>top
             );
@@ -243,7 +261,7 @@ impl Emitter<'_> {
             );
             let columns = [(4u8, 1u8, 0x44u8), (4, 1, 0xEE), (0, 2, 0x44), (0, 2, 0xEE)];
             for (j, (a, c, imm)) in columns.into_iter().enumerate() {
-                let at = SLOT * (4 * quarter as i32 + j as i32);
+                let at = 32 * (4 * quarter as i32 + j as i32);
                 // dynasm 5.1 swaps `vshufps`'s two sources (pinned in tests/encoding.rs):
                 // this is ymm3 = shufps(ymm(a), ymm(c), imm).
                 x64!(self.ops
@@ -261,7 +279,7 @@ impl Emitter<'_> {
             let o = 16 * pair;
             // (Not named r0..r3: inside `x64!` those are register names.)
             let (at0, at1, at2, at3) = (row(0, o), row(1, o), row(2, o), row(3, o));
-            let (lo, hi) = (SLOT * 2 * pair as i32, SLOT * (2 * pair as i32 + 1));
+            let (lo, hi) = (32 * 2 * pair as i32, 32 * (2 * pair as i32 + 1));
             x64!(self.ops
                 ; vmovups xmm0, [rcx + at0]
                 ; vinsertf128 ymm0, ymm0, [rcx + at2], 1
@@ -275,6 +293,55 @@ impl Emitter<'_> {
         }
     }
 
+    /// One group of 16 rows × 16 f32 columns at rcx into the 16 zmm columns at rdx: per
+    /// quarter (4 columns), zmm(q) holds the quarter's 16 bytes of rows q, q+4, q+8, q+12 in its
+    /// four 128-bit lanes, and the 4×4 transpose within each lane (as on the ymm path) leaves
+    /// column j with rows 4L..4L+3 in lane L: rows 0 to 15 in order.
+    fn emit_zfill_group_32(&mut self, row: impl Fn(i64, i64) -> i32) {
+        for quarter in 0..4i64 {
+            for q in 0..4u8 {
+                let first = row(q as i64, 16 * quarter);
+                x64!(self.ops; vmovups Rx(q), [rcx + first]);
+                for lane in 1..4u8 {
+                    let at = row(q as i64 + 4 * lane as i64, 16 * quarter);
+                    self.z(Zins::new(zv::INSERTF32X4, q, q, rcx_plus(at)).imm(lane));
+                }
+            }
+            self.z(Zins::rrr(zv::unpckl(false), 4, 0, 1));
+            self.z(Zins::rrr(zv::unpckh(false), 0, 0, 1));
+            self.z(Zins::rrr(zv::unpckl(false), 1, 2, 3));
+            self.z(Zins::rrr(zv::unpckh(false), 2, 2, 3));
+            let columns = [(4u8, 1u8, 0x44u8), (4, 1, 0xEE), (0, 2, 0x44), (0, 2, 0xEE)];
+            for (j, (a, c, imm)) in columns.into_iter().enumerate() {
+                let at = 64 * (4 * quarter as i32 + j as i32);
+                self.z(Zins::rrr(zv::SHUFPS, 3, a, c).imm(imm));
+                self.z(Zins::new(zv::store(false), 3, 0, rdx_plus(at)));
+            }
+        }
+    }
+
+    /// One group of 8 rows × 8 f64 columns at rcx into the 8 zmm columns at rdx: per pair of
+    /// columns, zmm0 holds rows 0, 2, 4, 6 and zmm1 rows 1, 3, 5, 7 (16 bytes each, lane by
+    /// lane), and one unpack per column interleaves them into rows 0 to 7.
+    fn emit_zfill_group_64(&mut self, row: impl Fn(i64, i64) -> i32) {
+        for pair in 0..4i64 {
+            let o = 16 * pair;
+            for r in 0..2u8 {
+                let first = row(r as i64, o);
+                x64!(self.ops; vmovups Rx(r), [rcx + first]);
+                for lane in 1..4u8 {
+                    let at = row(r as i64 + 2 * lane as i64, o);
+                    self.z(Zins::new(zv::INSERTF32X4, r, r, rcx_plus(at)).imm(lane));
+                }
+            }
+            let (lo, hi) = (64 * 2 * pair as i32, 64 * (2 * pair as i32 + 1));
+            self.z(Zins::rrr(zv::unpckl(true), 2, 0, 1));
+            self.z(Zins::new(zv::store(true), 2, 0, rdx_plus(lo)));
+            self.z(Zins::rrr(zv::unpckh(true), 3, 0, 1));
+            self.z(Zins::new(zv::store(true), 3, 0, rdx_plus(hi)));
+        }
+    }
+
     /// At the start of a run of the vector loop, each tiled load's pointer to its first
     /// column (slot `first + c` for outer step `c` modulo `cols`), in the slot after its
     /// columns; returns those slots, which the loop pins and steps by [`TileShape::step`].
@@ -283,15 +350,17 @@ impl Emitter<'_> {
         let Some(outer) = inner.checked_sub(1) else {
             return Vec::new();
         };
-        let shape = TileShape::of(plan.wide);
+        let shape = plan.tile_shape();
+        let shift = shape.column_bytes().trailing_zeros() as i8;
         let mut slots = Vec::new();
         for &first in plan.tile_slot.iter().flatten() {
             let (base, pointer) = (self.lay.vec_slot(first), self.tile_pointer(plan, first));
+            self.emit_tile_base(gpr::RDX, base, shape);
             self.slot_to_rax(self.lay.counter[outer]);
             x64!(self.ops
                 ; and eax, (shape.cols - 1) as i32
-                ; shl eax, 5
-                ; lea rax, [rsp + rax + base]
+                ; shl eax, shift
+                ; add rax, rdx
                 ; mov QWORD [rsp + pointer], rax
             );
             slots.push(pointer);
@@ -299,25 +368,43 @@ impl Emitter<'_> {
         slots
     }
 
+    /// `reg =` the address of the first column of the tiles whose slots start at frame offset
+    /// `base`: zmm columns start at the first 64-byte boundary (see [`TileShape::units`]).
+    fn emit_tile_base(&mut self, reg: u8, base: i32, shape: TileShape) {
+        x64!(self.ops; lea Rq(reg), [rsp + base]);
+        if shape.zmm {
+            x64!(self.ops; add Rq(reg), 63 ; and Rq(reg), -64);
+        }
+    }
+
     /// The frame offset of the column pointer of the tiles whose slots start at `first`: the
     /// slot after their columns (the plan reserved it).
     fn tile_pointer(&self, plan: &VectorPlan, first: usize) -> i32 {
         let run = self.k.dims.last().copied().unwrap_or(0);
-        self.lay
-            .vec_slot(first + TileShape::of(plan.wide).slots(run))
+        self.lay.vec_slot(first + plan.tile_shape().units(run) - 1)
     }
 
-    /// `ymm(dst) =` the current tile column of the load whose slots start at `first`, through
-    /// its pointer (pinned while the vector loop runs). `plan` is passed in: while the vector
-    /// loop is emitted, `self.vplan` is taken out.
+    /// `ymm(dst)` (`zmm(dst)` in a zmm plan) `=` the current tile column of the load whose
+    /// slots start at `first`, through its pointer (pinned while the vector loop runs). `plan`
+    /// is passed in: while the vector loop is emitted, `self.vplan` is taken out.
     pub(crate) fn emit_tile_column(&mut self, plan: &VectorPlan, first: usize, dst: u8) {
         let pointer = self.tile_pointer(plan, first);
-        match self.pinned_reg(pointer) {
-            Some(reg) => x64!(self.ops; vmovups Ry(dst), [Rq(reg)]),
-            None => x64!(self.ops
-                ; mov rax, QWORD [rsp + pointer]
-                ; vmovups Ry(dst), [rax]
-            ),
+        let reg = match self.pinned_reg(pointer) {
+            Some(reg) => reg,
+            None => {
+                x64!(self.ops; mov rax, QWORD [rsp + pointer]);
+                gpr::RAX
+            }
+        };
+        if plan.zmm {
+            let at = Zrm::Mem {
+                base: reg,
+                index: None,
+                disp: 0,
+            };
+            self.z(Zins::new(zv::load(plan.wide), dst, 0, at));
+        } else {
+            x64!(self.ops; vmovups Ry(dst), [Rq(reg)]);
         }
     }
 
@@ -336,7 +423,25 @@ impl Emitter<'_> {
             return None;
         }
         let stride = *self.k.store.map.strides.get(rank - 3)?;
-        let elem = TileShape::of(plan.wide).elem;
+        let elem = plan.tile_shape().elem;
         i32::try_from(stride.checked_mul(elem * STORE_PREFETCH_BLOCKS)?).ok()
+    }
+}
+
+/// `[rcx + disp]`: a fill's source row.
+fn rcx_plus(disp: i32) -> Zrm {
+    Zrm::Mem {
+        base: gpr::RCX,
+        index: None,
+        disp,
+    }
+}
+
+/// `[rdx + disp]`: a fill's destination column.
+fn rdx_plus(disp: i32) -> Zrm {
+    Zrm::Mem {
+        base: gpr::RDX,
+        index: None,
+        disp,
     }
 }

@@ -24,7 +24,6 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, x64};
 use super::evex_zmm::{zv, Zins, Zrm};
 use super::kernel::Emitter;
-use super::tile::TileShape;
 pub(crate) use super::vector_plan::{plan, MinMax, SignMask, VectorPlan, ACC_REG};
 
 /// Where a float `neg`/`abs` finds the sign-bit mask (see [`Emitter::sign_operand`]).
@@ -70,7 +69,7 @@ impl Emitter<'_> {
         self.emit_vstore(plan)?;
         self.add_to_slot(counter, lanes);
         for &slot in &tile_pointers {
-            self.add_to_slot(slot, TileShape::of(plan.wide).step());
+            self.add_to_slot(slot, plan.tile_shape().step());
         }
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
@@ -342,7 +341,11 @@ impl Emitter<'_> {
         x64!(self.ops; mov rcx, QWORD [r12 + b]);
         if self.stream && !self.masked && plan.tiles() {
             let ahead = self.store_prefetch_distance(plan);
-            self.emit_tile_run_store(plan.wide, src, ahead);
+            if plan.zmm {
+                self.emit_tile_run_zstore(plan.wide, src, ahead);
+            } else {
+                self.emit_tile_run_store(plan.wide, src, ahead);
+            }
         } else if self.stream && !self.masked {
             // Aligned by the run's head (`emit_store_alignment_head`).
             if plan.zmm {
@@ -355,6 +358,13 @@ impl Emitter<'_> {
             }
         } else if plan.zmm {
             self.zstore(plan.wide, src);
+            if let (false, Some(ahead)) = (self.masked, self.store_prefetch_distance(plan)) {
+                if plan.wide {
+                    x64!(self.ops; prefetcht1 [rcx + rax * 8 + ahead]);
+                } else {
+                    x64!(self.ops; prefetcht1 [rcx + rax * 4 + ahead]);
+                }
+            }
         } else if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);
             self.ops

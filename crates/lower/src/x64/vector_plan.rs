@@ -7,8 +7,9 @@
 //! kernel, strided (a transposing read: one AVX2 gather per vector, its lane offsets
 //! written to a frame slot once at kernel entry; or, when the innermost dim is a short run of
 //! whole vectors and the next one out reads contiguously, tiles of whole source lines
-//! transposed in registers into frame slots, see `tile.rs`; either way ymm vectors and the
-//! scalar tail even on AVX-512, whose zmm code and masked tail have neither); an elementwise
+//! transposed in registers into frame slots, see `tile.rs`; a gather runs in ymm vectors even
+//! on AVX-512, whose zmm code has none, and tiles run in zmm there only when every strided
+//! load has them; both end with the scalar tail, not the masked one); an elementwise
 //! kernel reads the stored binding only through the store's own map (a point must not see a
 //! later point's store early); and every node that varies along the dim has a vector form
 //! in one lane width: f32/i32 or f64/i64, with bools as all-ones/zero lane masks. Anything
@@ -103,6 +104,11 @@ impl VectorPlan {
     /// Whether some load reads through tiles (`tile.rs`).
     pub(crate) fn tiles(&self) -> bool {
         self.tile_slot.iter().any(Option::is_some)
+    }
+
+    /// The shape of this plan's tiles (its lane width and vector size).
+    pub(crate) fn tile_shape(&self) -> TileShape {
+        TileShape::of(self.wide, self.zmm)
     }
 }
 
@@ -304,8 +310,8 @@ fn short_body(k: &LoopKernel, live: &[bool], uniform: &[bool]) -> bool {
 const MAX_GATHER_STRIDE: u64 = (i32::MAX / 8) as u64;
 
 /// The vector plan for `k`, or `None` when the scalar loops must run it (see the module doc).
-/// `zmm` (the AVX-512 tier) asks for 512-bit vectors, which a kernel gets unless it gathers
-/// or reads through tiles (those have ymm forms only).
+/// `zmm` (the AVX-512 tier) asks for 512-bit vectors, which a kernel gets unless it has a
+/// strided load that cannot read through zmm tiles (gathers have a ymm form only).
 pub(crate) fn plan(
     k: &LoopKernel,
     live: &[bool],
@@ -422,7 +428,8 @@ pub(crate) fn plan(
         }
     }
     let reducing = k.reduction.is_some();
-    let zmm = zmm && !gathered.contains(&true);
+    // zmm code has no gather: a strided load needs zmm tiles, or the kernel runs in ymm.
+    let zmm = zmm && all_tiled(k, &gathered, TileShape::of(wide, true));
     let end_reg = if zmm { END_ZMM_REG } else { END_REG };
     let regs: Vec<u8> = (FIRST_REG..end_reg)
         .filter(|&r| !reducing || r != ACC_REG)
@@ -497,8 +504,8 @@ pub(crate) fn plan(
         if !gathered[i] {
             continue;
         }
-        let shape = TileShape::of(wide);
-        let tile_slots = shape.slots(k.dims[rank - 1]) + 1;
+        let shape = TileShape::of(wide, zmm);
+        let tile_slots = shape.units(k.dims[rank - 1]);
         if super::tile::tileable(k, &map.strides, shape)
             && tile_bytes + 32 * tile_slots <= super::tile::TILE_BUDGET
         {
@@ -525,6 +532,23 @@ pub(crate) fn plan(
         gather_slot,
         tile_slot,
     })
+}
+
+/// Whether every load of `k` marked in `gathered` reads through tiles of `shape`, all within
+/// [`super::tile::TILE_BUDGET`] (the plan then gives each of them tiles).
+fn all_tiled(k: &LoopKernel, gathered: &[bool], shape: TileShape) -> bool {
+    let run = k.dims.last().copied().unwrap_or(0);
+    let mut bytes = 0;
+    for (kn, _) in k.nodes.iter().zip(gathered).filter(|(_, &g)| g) {
+        let Node::Load { map, .. } = &kn.node else {
+            return false;
+        };
+        bytes += 32 * shape.units(run);
+        if !super::tile::tileable(k, &map.strides, shape) || bytes > super::tile::TILE_BUDGET {
+            return false;
+        }
+    }
+    true
 }
 
 /// Lanes per vector iteration `k` gets on the AVX2 tier, or `None` when it runs scalar loops

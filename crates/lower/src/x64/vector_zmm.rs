@@ -18,6 +18,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
 )]
 use dynasmrt::{DynasmApi, DynasmLabelApi};
 
+use super::asm::x64;
 use super::evex_zmm::{emit, zv, Zins, Zrm};
 use super::kernel::Emitter;
 use super::vector::{Home, SignOperand, VectorPlan};
@@ -159,8 +160,16 @@ impl Emitter<'_> {
         let dst = self.vdst(plan, i);
         match n.node {
             Node::Load { binding, .. } => {
-                if plan.gather_slot[i].is_some() || plan.tile_slot[i].is_some() {
-                    return Err(self.unsupported("a gather or tile in zmm code"));
+                if let Some(first) = plan.tile_slot[i] {
+                    if self.masked {
+                        return Err(self.unsupported("a tile in a masked tail"));
+                    }
+                    self.emit_tile_column(plan, first, dst);
+                    self.vfinish(plan, i, dst);
+                    return Ok(());
+                }
+                if plan.gather_slot[i].is_some() {
+                    return Err(self.unsupported("a gather in zmm code"));
                 }
                 let map = self.lay.map[i].ok_or_else(|| self.unsupported("a load without map"))?;
                 self.slot_to_rax(map);
@@ -444,6 +453,49 @@ impl Emitter<'_> {
         let ins = Zins::new(zv::store(wide), src, 0, element(wide));
         let ins = if self.masked { ins.mask(1, false) } else { ins };
         self.z(ins);
+    }
+}
+
+impl Emitter<'_> {
+    /// The zmm form of `emit_tile_run_store` (`vector.rs`): a store of `zmm(src)` at the
+    /// store map's offset (rcx: the binding, rax: the offset) in a loop that reads tiles,
+    /// non-temporal as one 64-byte store when the address is on a line, as two 32-byte or
+    /// four 16-byte pieces when it is a multiple of 32 or 16 (consecutive stores still write
+    /// each line whole), else ordinary, prefetching the line `ahead` bytes on. Uses rdx and,
+    /// for the pieces, zmm0 or zmm1 (scratch after the store).
+    pub(crate) fn emit_tile_run_zstore(&mut self, wide: bool, src: u8, ahead: Option<i32>) {
+        let [halves, quarters, ordinary, done] = [(); 4].map(|_| self.ops.new_dynamic_label());
+        let piece = if src == 0 { 1 } else { 0 };
+        let at = |disp| Zrm::Mem {
+            base: super::asm::gpr::RDX,
+            index: None,
+            disp,
+        };
+        if wide {
+            x64!(self.ops; lea rdx, [rcx + rax * 8]);
+        } else {
+            x64!(self.ops; lea rdx, [rcx + rax * 4]);
+        }
+        // The `ps` forms for both lane widths: a store moves bits, whatever their type.
+        x64!(self.ops; test dl, 63 ; jnz =>halves);
+        self.z(Zins::new(zv::store_nt(false), src, 0, at(0)));
+        x64!(self.ops; jmp =>done ; =>halves ; test dl, 31 ; jnz =>quarters);
+        self.z(Zins::new(zv::store_nt(false), src, 0, at(0)).ymm());
+        self.z(Zins::rrr(zv::EXTRACTF64X4, src, 0, piece).imm(1));
+        self.z(Zins::new(zv::store_nt(false), piece, 0, at(32)).ymm());
+        x64!(self.ops; jmp =>done ; =>quarters ; test dl, 15 ; jnz =>ordinary);
+        self.z(Zins::new(zv::store_nt(false), src, 0, at(0)).scalar());
+        for lane in 1..4u8 {
+            self.z(Zins::rrr(zv::EXTRACTF32X4, src, 0, piece).imm(lane));
+            let disp = 16 * i32::from(lane);
+            self.z(Zins::new(zv::store_nt(false), piece, 0, at(disp)).scalar());
+        }
+        x64!(self.ops; jmp =>done ; =>ordinary);
+        self.z(Zins::new(zv::store(false), src, 0, at(0)));
+        if let Some(ahead) = ahead {
+            x64!(self.ops; prefetcht1 [rdx + ahead]);
+        }
+        x64!(self.ops; =>done);
     }
 }
 

@@ -93,7 +93,9 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
         // its output 0, 1 element, 16 and 32 bytes longer: the guard-page placement (the
         // buffer ends on a page, and the unpadded output is whole pages) then starts it on
         // a page, one element before a 32-byte boundary, 16 bytes past one, and on one: a
-        // whole non-temporal store, an ordinary one, two halves, a whole one again.
+        // whole non-temporal store, an ordinary one, two halves, a whole one again (zmm
+        // columns on AVX-512: a whole line, an ordinary store, four 16-byte pieces, two
+        // 32-byte halves).
         let size = dtype.size_bytes();
         let block = crate::TransposeBlock {
             line_bytes: 128,

@@ -56,10 +56,49 @@ fn large_outputs_stream_past_the_cache() {
 
 /// A blocked transpose read through tiles streams its output when it is as large as the
 /// last-level cache, on both vector tiers and both lane widths: each store checks its address,
-/// non-temporal as one 32-byte store or as two 16-byte halves, else ordinary (with the
-/// prefetch of its line a few blocks on), and the kernel ends with `sfence`.
+/// non-temporal as one whole vector or as pieces (32-byte halves of a zmm vector, 16-byte
+/// ones), else ordinary (with the prefetch of its line a few blocks on), and the kernel ends
+/// with `sfence`. The AVX-512 tier reads the tiles as zmm columns.
 #[test]
 fn tiled_transposes_stream_each_aligned_store() {
+    let ymm_stores = [
+        "test dl,0x1F",
+        "jne",
+        "vmovntps [rdx],ymm",
+        "jmp",
+        "test dl,0xF",
+        "jne",
+        "vmovntps [rdx],xmm",
+        "vextractf128 xmm",
+        "vmovntps [rdx+0x10],xmm",
+        "jmp",
+        "vmovups [rdx],ymm",
+        "prefetcht1 [rdx+",
+    ];
+    let zmm_stores = [
+        "test dl,0x3F",
+        "jne",
+        "vmovntps [rdx],zmm",
+        "jmp",
+        "test dl,0x1F",
+        "jne",
+        "vmovntps [rdx],ymm",
+        "vextractf64x4 ymm",
+        "vmovntps [rdx+0x20],ymm",
+        "jmp",
+        "test dl,0xF",
+        "jne",
+        "vmovntps [rdx],xmm",
+        "vextractf32x4 xmm",
+        "vmovntps [rdx+0x10],xmm",
+        "vextractf32x4 xmm",
+        "vmovntps [rdx+0x20],xmm",
+        "vextractf32x4 xmm",
+        "vmovntps [rdx+0x30],xmm",
+        "jmp",
+        "vmovups [rdx],zmm",
+        "prefetcht1 [rdx+",
+    ];
     for tier in [X64Tier::Avx2, X64Tier::Avx512] {
         for dtype in [DType::F32, DType::F64] {
             let (n, m) = (64u64, 512u64);
@@ -81,22 +120,10 @@ fn tiled_transposes_stream_each_aligned_store() {
                 .emit(&[Kernel::Loop(k.clone())], &options)
                 .expect("emit");
             let text = disassemble(&code.code).expect("decodes");
-            // The whole store, the two halves (the upper one extracted), then the ordinary
-            // store with its prefetch.
-            let expected = [
-                "test dl,0x1F",
-                "jne",
-                "vmovntps [rdx],ymm",
-                "jmp",
-                "test dl,0xF",
-                "jne",
-                "vmovntps [rdx],xmm",
-                "vextractf128 xmm",
-                "vmovntps [rdx+0x10],xmm",
-                "jmp",
-                "vmovups [rdx],ymm",
-                "prefetcht1 [rdx+",
-            ];
+            let (expected, column): (&[&str], &str) = match tier {
+                X64Tier::Avx512 => (&zmm_stores, " zmm"),
+                _ => (&ymm_stores, " ymm"),
+            };
             let lines: Vec<&str> = text.lines().collect();
             let found = lines.windows(expected.len()).any(|w| {
                 w.iter()
@@ -105,7 +132,40 @@ fn tiled_transposes_stream_each_aligned_store() {
             });
             assert!(found, "{tier:?} {dtype}:\n{text}");
             assert!(text.contains("sfence"), "{tier:?} {dtype}:\n{text}");
+            // The loop reads its columns from the tiles in the frame through a pointer.
+            let reads_column = lines.iter().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("vmovup")
+                    && l.contains(column)
+                    && l.contains(",[r")
+                    && !l.contains("+rax*")
+            });
+            assert!(reads_column, "{tier:?} {dtype}:\n{text}");
+            assert_features_within(&target, &code.code);
         }
+    }
+}
+
+/// On AVX-512 a tiled transpose reads zmm tiles when its runs are whole zmm vectors, and ymm
+/// tiles (not gathers) when they are whole ymm vectors only.
+#[test]
+fn avx512_tiles_are_zmm_when_runs_are_whole_zmm_vectors() {
+    for (dtype, run, zmm) in [
+        (DType::F32, 256, true),
+        (DType::F32, 8, false),
+        (DType::F64, 256, true),
+        (DType::F64, 4, false),
+    ] {
+        let block = crate::TransposeBlock {
+            line_bytes: 128,
+            run,
+            along_rows: true,
+        };
+        let k = crate::testing::kernels::blocked_transpose(64, 512, dtype, block);
+        let live = k.live_nodes();
+        let plan = crate::x64::vector_plan::plan(&k, &live, true, true).expect("a vector plan");
+        assert!(plan.tiles(), "{dtype} run {run}: {:?}", k.dims);
+        assert_eq!(plan.zmm, zmm, "{dtype} run {run}: {:?}", k.dims);
     }
 }
 
