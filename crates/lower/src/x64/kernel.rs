@@ -65,7 +65,7 @@ pub(crate) struct Emitter<'a> {
     /// ([`crate::streams_stores`]); each run of the inner loop first moves on to a store
     /// address aligned to a vector, as those instructions require (see
     /// `emit_store_alignment_head`), except in a loop that reads tiles, whose stores check
-    /// their own address (`emit_tile_run_store`).
+    /// their own address (`emit_tile_run_store`, `emit_tile_run_zstore`).
     pub stream: bool,
 }
 

@@ -190,7 +190,7 @@ impl Target for X64Target {
     }
 
     fn transpose_block(&self) -> TransposeBlock {
-        // The AVX2 path reads a transposing load's source lines whole (`tile.rs`). On a
+        // The vector paths read a transposing load's source lines whole (`tile.rs`). On a
         // 4096² f32 transpose (`accy bench`, Xeon, 1 thread; L1 prefetches then), 256 bytes
         // × 64 rows measured 25-30 ms; 64 × 64: 29-34 ms; 64 × 8: 41-50 ms. Later, on a
         // quieter host (copy of the same bytes 5.7 ms): 256 × 64 12.0-12.6 ms, 128 × 64

@@ -26,7 +26,9 @@
 //! q+12, or for 64-bit lanes rows r, r+2, r+4, r+6), the same in-lane shuffles, and 64-byte
 //! columns. Each column is a whole line of the frame (the tiles start at the first 64-byte
 //! boundary of their slots), so the fill's stores and the loop's loads never split a line,
-//! and the loop stores whole 64-byte lines of the destination (non-temporal when streaming).
+//! and each store of the loop covers 64 bytes of the destination: a whole line when the
+//! address is on one (non-temporal when streaming; pieces, or an ordinary store, otherwise:
+//! `emit_tile_run_zstore`).
 
 #[allow(
     unused_imports,
@@ -56,8 +58,8 @@ pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 1;
 /// 4 blocks 22 ms.
 const STORE_PREFETCH_BLOCKS: i64 = 2;
 
-/// The longest inner run read through tiles: its tiles take `run / rows · cols` vector slots
-/// (16 KiB).
+/// The longest inner run read through tiles: its tiles take `run / rows · cols` columns
+/// (16 KiB, plus the alignment pad and pointer of [`TileShape::units`]).
 const MAX_TILE_RUN: u64 = 256;
 /// The frame bytes all of a kernel's tiles may take: one run of [`MAX_TILE_RUN`] with its
 /// column pointer (the frame holds at most 48 KiB, and the tiles are reread from the L1
@@ -179,7 +181,9 @@ impl Emitter<'_> {
 
     /// Every tiled load's tiles at the current point (outer step `cols · j`, inner step 0):
     /// for each group of `rows` rows `rows · v ..` of the inner run, column `c` (outer step
-    /// `cols · j + c`) goes to slot `first + cols · v + c`.
+    /// `cols · j + c`) goes to column `cols · v + c` of the tiles, whose first column is at
+    /// frame unit `first` (ymm) or at the first 64-byte boundary from it (zmm,
+    /// [`Emitter::emit_tile_base`]).
     fn emit_tile_fills(&mut self, inner: usize, shape: TileShape) -> Result<(), EmitError> {
         let Some(plan) = &self.vplan else {
             return Ok(());
@@ -343,8 +347,9 @@ impl Emitter<'_> {
     }
 
     /// At the start of a run of the vector loop, each tiled load's pointer to its first
-    /// column (slot `first + c` for outer step `c` modulo `cols`), in the slot after its
-    /// columns; returns those slots, which the loop pins and steps by [`TileShape::step`].
+    /// column (column `c` for outer step `c` modulo `cols`), in the last unit of its tiles
+    /// ([`TileShape::units`]); returns those slots, which the loop pins and steps by
+    /// [`TileShape::step`].
     pub(crate) fn emit_tile_pointers(&mut self, plan: &VectorPlan) -> Vec<i32> {
         let inner = self.k.dims.len() - 1;
         let Some(outer) = inner.checked_sub(1) else {
@@ -377,8 +382,8 @@ impl Emitter<'_> {
         }
     }
 
-    /// The frame offset of the column pointer of the tiles whose slots start at `first`: the
-    /// slot after their columns (the plan reserved it).
+    /// The frame offset of the column pointer of the tiles whose units start at `first`: their
+    /// last unit, after the columns (and the zmm alignment pad).
     fn tile_pointer(&self, plan: &VectorPlan, first: usize) -> i32 {
         let run = self.k.dims.last().copied().unwrap_or(0);
         self.lay.vec_slot(first + plan.tile_shape().units(run) - 1)

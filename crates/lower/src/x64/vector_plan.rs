@@ -70,8 +70,9 @@ pub(crate) struct VectorPlan {
     /// written once at kernel entry.
     pub gather_slot: Vec<Option<usize>>,
     /// Per node: for a load transposed through tiles (see `tile.rs`), the first of the
-    /// consecutive slots its tiles' columns are written to; the slot after them holds the
-    /// pointer to the current column while a run of the vector loop reads them.
+    /// consecutive 32-byte frame units its tiles take (`TileShape::units`: the columns, for
+    /// zmm columns a pad that lets them start on a 64-byte boundary, then the pointer to the
+    /// current column while a run of the vector loop reads them).
     pub tile_slot: Vec<Option<usize>>,
 }
 
