@@ -143,7 +143,8 @@ fn render(
                     let _ = writeln!(
                         s,
                         "  stores: non-temporal in the vector loop (the output is at least as \
-                         large as the last-level cache)"
+                         large as the last-level cache), except a store whose address is not \
+                         aligned for them"
                     );
                 }
             }
