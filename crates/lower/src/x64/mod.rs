@@ -200,7 +200,10 @@ impl Target for X64Target {
         // Blocks along the source rows instead (EPYC, 64-byte-aligned buffers, non-temporal
         // stores, 1 thread; noisy host): 256 × 256 6.1-6.7 ms, 128 × 256 6.4-6.8 ms, 256 ×
         // 128 6.8-7.3 ms, 512 × 128 7.1-8.0 ms, against 7.2-7.7 ms for 1024 × 32 in the old
-        // order: each destination row takes a run of 1 KiB per block, written whole.
+        // order: each destination row takes a run of 1 KiB per block, written whole. With
+        // zmm tiles (same host, min of `accy bench`): 256 × 256 6.3-6.8 ms, 128 × 256 6.2-6.5
+        // ms, 64 × 256 6.1-6.6 ms, 512 × 256 7.3 ms, 256 × 128 8.0 ms, 1024 × 64 9.9 ms,
+        // blocks along the columns 9.2-9.3 ms; runs of 512 rows (32 KiB of tiles) 7.2-7.6 ms.
         if self.tier.has_avx2() {
             TransposeBlock {
                 line_bytes: 256,

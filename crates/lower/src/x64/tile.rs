@@ -51,6 +51,7 @@ use crate::target::EmitError;
 /// lines, buffers 16 bytes past a cache line), the next fill's lines (a quarter block)
 /// measured 6.4-6.7 ms, 1 block 6.4-7.2 ms, 2 blocks 7.3-7.7 ms, none 7.6-7.7 ms; with
 /// buffers on a line, a quarter to a whole block 7.1-8.2 ms, none 7.8-9.1 ms (noisier).
+/// With zmm tiles (buffers on a line, min of 3): 1 block 6.4-8.8 ms, 2 blocks 7.5-9.4 ms.
 pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 1;
 
 /// How many blocks ahead a blocked transpose prefetches its destination lines: on a 4096²
