@@ -142,8 +142,8 @@ fn render(
                 if non_temporal.get(i) == Some(&true) {
                     let _ = writeln!(
                         s,
-                        "  stores: non-temporal in the vector loop (the output is at least as \
-                         large as the last-level cache), except a store whose address is not \
+                        "  stores: non-temporal in the vector loop (the output is at least half \
+                         as large as the last-level cache), except a store whose address is not \
                          aligned for them"
                     );
                 }

@@ -92,10 +92,15 @@ pub(crate) const STREAM_MIN_RUN: u64 = 256;
 
 /// Whether `k` writes its result with non-temporal stores, which go to memory without first
 /// reading each line into the cache and without evicting what the cache holds: when the
-/// elementwise kernel's store binding is at least as large as the last-level cache of `caches`
-/// (an output that size cannot stay cached for a later reader anyway; a smaller one may, and
-/// measured faster with ordinary stores: a 16 MiB layer norm output with a 32 MiB cache ran in
-/// 1.4 ms with them, 2.5 ms without), it walks its innermost dim
+/// elementwise kernel's store binding is at least half as large as the last-level cache of
+/// `caches` (an output that size, written through the cache, evicts the inputs it is computed
+/// from, which a layer norm or softmax reads more than once: a 16 MiB layer norm output with a
+/// 32 MiB cache, 1 thread, measured 0.92-1.40 ms streamed against 1.18-1.74 ms through the
+/// cache in four rounds of `cargo xtask bench memory` each, and 0.86-1.07 ms against 1.20-1.37
+/// ms in `accy bench`; a program that reads that output again afterwards ran 1.41-1.61 ms
+/// against 1.73-1.77 ms; a 16 MiB softmax, compute-bound, was within the noise either way.
+/// An earlier measurement on another host found the opposite at 16 MiB, 1.4 ms through the
+/// cache and 2.5 ms streamed), it walks its innermost dim
 /// contiguously in runs of at least 256 elements (`STREAM_MIN_RUN`), its elements are 4 or 8
 /// bytes, and no node reads the store binding (so an emitter may store a point twice, with the
 /// same value, to reach an aligned address). Only where the result cannot change: a store's
@@ -109,7 +114,7 @@ pub fn streams_stores(k: &LoopKernel, caches: &accy_artifact::Blocking) -> bool 
     k.reduction.is_none()
         && caches.llc > 0
         && (size == 4 || size == 8)
-        && store.elements.saturating_mul(size) >= caches.llc
+        && store.elements.saturating_mul(size).saturating_mul(2) >= caches.llc
         && k.store.map.strides.last() == Some(&1)
         && k.dims.last().is_some_and(|&n| n >= STREAM_MIN_RUN)
         && !k.nodes.iter().any(|n| match &n.node {

@@ -31,7 +31,7 @@
 //! link already had more). A kernel computes the same bytes for any workgroup count, so this
 //! changes no result.
 //!
-//! Not handled: a link whose output is at least the last-level cache stores it with
+//! Not handled: a link whose output is at least half the last-level cache stores it with
 //! non-temporal stores (`crate::streams_stores`), so a later link reading it finds it in
 //! memory, not in the cache (as it did before chaining).
 

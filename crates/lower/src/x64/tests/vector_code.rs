@@ -10,9 +10,9 @@ use crate::kernel::{Kernel, KernelNode, LoopKernel, Node};
 use crate::target::Target;
 use crate::x64::{X64Target, X64Tier};
 
-/// An output at least as large as the last-level cache is written with non-temporal stores (and a
-/// closing `sfence`) on both vector tiers, for 4- and 8-byte elements; a smaller one, or one
-/// whose rows are too short, with ordinary stores.
+/// An output at least half as large as the last-level cache is written with non-temporal stores
+/// (and a closing `sfence`) on both vector tiers, for 4- and 8-byte elements; a smaller one, or
+/// one whose rows are too short, with ordinary stores.
 #[test]
 fn large_outputs_stream_past_the_cache() {
     for tier in [X64Tier::Avx2, X64Tier::Avx512] {
@@ -41,10 +41,10 @@ fn large_outputs_stream_past_the_cache() {
                 assert_eq!(target.streams_stores(k, &options), text.contains("vmovnt"));
                 text
             };
-            let streamed = with_llc(&k, bytes);
+            let streamed = with_llc(&k, 2 * bytes);
             assert!(streamed.contains(nt), "{tier:?} {dtype}:\n{streamed}");
             assert!(streamed.contains("sfence"), "{tier:?} {dtype}:\n{streamed}");
-            let cached = with_llc(&k, bytes + 8);
+            let cached = with_llc(&k, 2 * bytes + 8);
             assert!(!cached.contains("vmovnt"), "{tier:?} {dtype}:\n{cached}");
             assert!(!cached.contains("sfence"), "{tier:?} {dtype}:\n{cached}");
             k.dims[0] = crate::emit::STREAM_MIN_RUN - 1;
