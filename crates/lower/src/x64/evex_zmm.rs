@@ -26,13 +26,18 @@ pub(crate) enum Zrm {
 }
 
 impl Zrm {
-    /// `[rsp + disp]`: a frame slot.
-    pub(crate) fn rsp(disp: i32) -> Self {
+    /// `[base + disp]`, general register `base` 0–15.
+    pub(crate) fn at(base: u8, disp: i32) -> Self {
         Zrm::Mem {
-            base: 4,
+            base,
             index: None,
             disp,
         }
+    }
+
+    /// `[rsp + disp]`: a frame slot.
+    pub(crate) fn rsp(disp: i32) -> Self {
+        Self::at(4, disp)
     }
 }
 

@@ -309,7 +309,7 @@ impl Emitter<'_> {
                 x64!(self.ops; vmovups Rx(q), [rcx + first]);
                 for lane in 1..4u8 {
                     let at = row(q as i64 + 4 * lane as i64, 16 * quarter);
-                    self.z(Zins::new(zv::INSERTF32X4, q, q, rcx_plus(at)).imm(lane));
+                    self.z(Zins::new(zv::INSERTF32X4, q, q, Zrm::at(gpr::RCX, at)).imm(lane));
                 }
             }
             self.z(Zins::rrr(zv::unpckl(false), 4, 0, 1));
@@ -320,7 +320,7 @@ impl Emitter<'_> {
             for (j, (a, c, imm)) in columns.into_iter().enumerate() {
                 let at = 64 * (4 * quarter as i32 + j as i32);
                 self.z(Zins::rrr(zv::SHUFPS, 3, a, c).imm(imm));
-                self.z(Zins::new(zv::store(false), 3, 0, rdx_plus(at)));
+                self.z(Zins::new(zv::store(false), 3, 0, Zrm::at(gpr::RDX, at)));
             }
         }
     }
@@ -336,14 +336,14 @@ impl Emitter<'_> {
                 x64!(self.ops; vmovups Rx(r), [rcx + first]);
                 for lane in 1..4u8 {
                     let at = row(r as i64 + 2 * lane as i64, o);
-                    self.z(Zins::new(zv::INSERTF32X4, r, r, rcx_plus(at)).imm(lane));
+                    self.z(Zins::new(zv::INSERTF32X4, r, r, Zrm::at(gpr::RCX, at)).imm(lane));
                 }
             }
             let (lo, hi) = (64 * 2 * pair as i32, 64 * (2 * pair as i32 + 1));
             self.z(Zins::rrr(zv::unpckl(true), 2, 0, 1));
-            self.z(Zins::new(zv::store(true), 2, 0, rdx_plus(lo)));
+            self.z(Zins::new(zv::store(true), 2, 0, Zrm::at(gpr::RDX, lo)));
             self.z(Zins::rrr(zv::unpckh(true), 3, 0, 1));
-            self.z(Zins::new(zv::store(true), 3, 0, rdx_plus(hi)));
+            self.z(Zins::new(zv::store(true), 3, 0, Zrm::at(gpr::RDX, hi)));
         }
     }
 
@@ -403,12 +403,7 @@ impl Emitter<'_> {
             }
         };
         if plan.zmm {
-            let at = Zrm::Mem {
-                base: reg,
-                index: None,
-                disp: 0,
-            };
-            self.z(Zins::new(zv::load(plan.wide), dst, 0, at));
+            self.z(Zins::new(zv::load(plan.wide), dst, 0, Zrm::at(reg, 0)));
         } else {
             x64!(self.ops; vmovups Ry(dst), [Rq(reg)]);
         }
@@ -431,23 +426,5 @@ impl Emitter<'_> {
         let stride = *self.k.store.map.strides.get(rank - 3)?;
         let elem = plan.tile_shape().elem;
         i32::try_from(stride.checked_mul(elem * STORE_PREFETCH_BLOCKS)?).ok()
-    }
-}
-
-/// `[rcx + disp]`: a fill's source row.
-fn rcx_plus(disp: i32) -> Zrm {
-    Zrm::Mem {
-        base: gpr::RCX,
-        index: None,
-        disp,
-    }
-}
-
-/// `[rdx + disp]`: a fill's destination column.
-fn rdx_plus(disp: i32) -> Zrm {
-    Zrm::Mem {
-        base: gpr::RDX,
-        index: None,
-        disp,
     }
 }

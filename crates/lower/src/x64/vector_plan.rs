@@ -430,7 +430,7 @@ pub(crate) fn plan(
     }
     let reducing = k.reduction.is_some();
     // zmm code has no gather: a strided load needs zmm tiles, or the kernel runs in ymm.
-    let zmm = zmm && all_tiled(k, &gathered, TileShape::of(wide, true));
+    let zmm = zmm && tiled(k, &gathered, TileShape::of(wide, true)) == gathered;
     let end_reg = if zmm { END_ZMM_REG } else { END_REG };
     let regs: Vec<u8> = (FIRST_REG..end_reg)
         .filter(|&r| !reducing || r != ACC_REG)
@@ -497,22 +497,12 @@ pub(crate) fn plan(
     };
     let mut gather_slot = vec![None; n];
     let mut tile_slot = vec![None; n];
-    let mut tile_bytes = 0;
-    for (i, kn) in k.nodes.iter().enumerate() {
-        let Node::Load { map, .. } = &kn.node else {
-            continue;
-        };
-        if !gathered[i] {
-            continue;
-        }
-        let shape = TileShape::of(wide, zmm);
-        let tile_slots = shape.units(k.dims[rank - 1]);
-        if super::tile::tileable(k, &map.strides, shape)
-            && tile_bytes + 32 * tile_slots <= super::tile::TILE_BUDGET
-        {
+    let shape = TileShape::of(wide, zmm);
+    let tiles = tiled(k, &gathered, shape);
+    for i in (0..n).filter(|&i| gathered[i]) {
+        if tiles[i] {
             tile_slot[i] = Some(slots);
-            slots += tile_slots;
-            tile_bytes += 32 * tile_slots;
+            slots += shape.units(k.dims[rank - 1]);
         } else {
             gather_slot[i] = Some(slots);
             slots += 1;
@@ -535,21 +525,29 @@ pub(crate) fn plan(
     })
 }
 
-/// Whether every load of `k` marked in `gathered` reads through tiles of `shape`, all within
-/// [`super::tile::TILE_BUDGET`] (the plan then gives each of them tiles).
-fn all_tiled(k: &LoopKernel, gathered: &[bool], shape: TileShape) -> bool {
-    let run = k.dims.last().copied().unwrap_or(0);
-    let mut bytes = 0;
-    for (kn, _) in k.nodes.iter().zip(gathered).filter(|(_, &g)| g) {
-        let Node::Load { map, .. } = &kn.node else {
-            return false;
-        };
-        bytes += 32 * shape.units(run);
-        if !super::tile::tileable(k, &map.strides, shape) || bytes > super::tile::TILE_BUDGET {
-            return false;
-        }
-    }
-    true
+/// Per node: whether the strided load marked in `gathered` reads through tiles of `shape`.
+/// In node order, each tileable one gets tiles while their frame bytes stay within
+/// [`super::tile::TILE_BUDGET`]; the others gather.
+fn tiled(k: &LoopKernel, gathered: &[bool], shape: TileShape) -> Vec<bool> {
+    let bytes = 32 * shape.units(k.dims.last().copied().unwrap_or(0));
+    let mut used = 0;
+    k.nodes
+        .iter()
+        .zip(gathered)
+        .map(|(kn, &g)| {
+            let fits = match &kn.node {
+                Node::Load { map, .. } if g => {
+                    super::tile::tileable(k, &map.strides, shape)
+                        && used + bytes <= super::tile::TILE_BUDGET
+                }
+                _ => false,
+            };
+            if fits {
+                used += bytes;
+            }
+            fits
+        })
+        .collect()
 }
 
 /// Lanes per vector iteration `k` gets on the AVX2 tier, or `None` when it runs scalar loops

@@ -466,11 +466,7 @@ impl Emitter<'_> {
     pub(crate) fn emit_tile_run_zstore(&mut self, wide: bool, src: u8, ahead: Option<i32>) {
         let [halves, quarters, ordinary, done] = [(); 4].map(|_| self.ops.new_dynamic_label());
         let piece = if src == 0 { 1 } else { 0 };
-        let at = |disp| Zrm::Mem {
-            base: super::asm::gpr::RDX,
-            index: None,
-            disp,
-        };
+        let at = |disp| Zrm::at(super::asm::gpr::RDX, disp);
         if wide {
             x64!(self.ops; lea rdx, [rcx + rax * 8]);
         } else {
