@@ -52,7 +52,12 @@ pub struct Options {
     /// (softmax, layer norm) are planned a block of rows at a time (`plan/rows.rs`). Off by
     /// default: measured on a 2-core host (`cargo xtask bench memory` / `parallel`), the
     /// per-block dispatches cost more than the cache reuse saves (4096×1024 layer norm 4.2 ms
-    /// without, 5.5 ms with; the softmax's 2-thread speedup fell from 2.0× to 1.4×).
+    /// without, 5.5 ms with; the softmax's 2-thread speedup fell from 2.0× to 1.4×). Measured
+    /// again once the kernels were vectorised (AVX-512 host, 1 thread, `accy bench`, 4096×1024
+    /// f32): still slower, also with blocks of half the L2 and the block outputs streamed.
+    /// Layer norm ran 411-466 invocations a second against 673-941 without: planned for a
+    /// block small enough to stay cached, the rows' centred values are materialised (4
+    /// kernels, not 3); the softmax, 454-521 against 430-587, within the noise.
     pub row_blocks: bool,
     /// Whether the artifact's runs flush subnormal floats to zero (default `false`; see
     /// `accy_artifact::Artifact::flush_subnormals`). The generated code is the same; the
