@@ -1,6 +1,9 @@
 //! Memory measured from the OS: one model with plans for batch 1, 8, 37 and 64, 4 inference
 //! slots each, grows the process's resident memory by at most its weights (given and packed)
-//! × 1.1 plus the scratch the plans report; adding plans does not change `weight_bytes`.
+//! × 1.1 plus the scratch the plans report plus 1 MiB for the runtime's own pages (the pool's
+//! threads' stacks, the plans' code and tables); adding plans does not change `weight_bytes`.
+//! A second copy of the weights (4.4 MB given, as much packed) would exceed it. Without the
+//! 1 MiB, growth measured 14.16-14.30 MB against a bound of 14.27 MB: a flaky test.
 //! (Alone in its test binary, so no other test's memory is counted.)
 
 mod common;
@@ -69,7 +72,8 @@ fn resident_memory_grows_by_the_weights_once_plus_the_reported_scratch() {
     let grown = resident(page).saturating_sub(before);
     let scratch: u64 = plans.iter().map(|p| p.scratch_bytes() as u64).sum();
     let given = model.definition().weights().given_bytes();
-    let bound = weight_bytes + weight_bytes / 10 + scratch;
+    let runtime = 1 << 20;
+    let bound = weight_bytes + weight_bytes / 10 + scratch + runtime;
     println!(
         "weights {given} given + {} packed = {weight_bytes} bytes; scratch of 4 plans x 4 \
          slots {scratch} bytes (per slot: {}); resident growth {grown} bytes; bound {bound}",
@@ -82,7 +86,8 @@ fn resident_memory_grows_by_the_weights_once_plus_the_reported_scratch() {
     );
     assert!(
         grown <= bound,
-        "resident memory grew {grown} bytes, more than weights {weight_bytes} × 1.1 + scratch {scratch}"
+        "resident memory grew {grown} bytes, more than weights {weight_bytes} × 1.1 + scratch \
+         {scratch} + {runtime} for the runtime"
     );
     drop(list);
 }
