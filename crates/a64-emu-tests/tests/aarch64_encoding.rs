@@ -64,6 +64,7 @@ fn kernel(
             binding: inputs.len() as u32,
             map: IndexMap::row_major(parallel).expect("map"),
         },
+        prefetch: None,
     }
 }
 

@@ -67,6 +67,7 @@
 
 mod aligned;
 pub mod binding;
+mod chain_order;
 pub mod code_memory;
 pub mod cpu;
 mod derive;

@@ -416,10 +416,17 @@ fn dispatch(
     let first_failure = AtomicU64::new(u64::MAX);
     let failed_link = std::sync::atomic::AtomicUsize::new(usize::MAX);
     let flush = loaded.flush_subnormals();
-    executor.run(workgroups, &|worker, workgroup| {
+    // A chain walks a contiguous range of workgroups per worker (`chain_order.rs`).
+    let workers_claiming = if chain.links.len() > 1 {
+        u32::try_from(executor.workers()).unwrap_or(u32::MAX)
+    } else {
+        1
+    };
+    executor.run(workgroups, &|worker, tile| {
         if first_failure.load(Ordering::Relaxed) != u64::MAX {
             return;
         }
+        let workgroup = crate::chain_order::workgroup_of(tile, workgroups, workers_claiming);
         // A worker thread's environment is whatever its owner left: set the run's (one
         // control-register read when it is already so).
         let _fp = FpEnvGuard::enter_flushing(flush);

@@ -455,6 +455,7 @@ fn epilogue_kernel(
         nodes,
         result: k.result,
         reduction: None,
+        prefetch: None,
     };
     kernel.validate().map_err(|e| e.to_string())?;
     Ok((kernel, relocs))

@@ -1,5 +1,6 @@
 //! Kernels print themselves, as cranelift prints its IR: one header line with the iteration
-//! space, one line per binding, one per node, and the store. `accy inspect` shows this text.
+//! space, one line per binding, one per node, the store, and a prefetch hint if the kernel
+//! has one. `accy inspect` shows this text.
 //!
 //! ```text
 //! kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced
@@ -102,7 +103,15 @@ impl fmt::Display for LoopKernel {
             f,
             "  store {combine}%{} at b{}[{}]",
             self.result, self.store.binding, self.store.map
-        )
+        )?;
+        if let Some(p) = self.prefetch {
+            writeln!(
+                f,
+                "  prefetch b{} {} elements ahead of each vector load (the next workgroup's rows)",
+                p.binding, p.ahead
+            )?;
+        }
+        Ok(())
     }
 }
 

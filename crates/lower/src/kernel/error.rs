@@ -21,6 +21,8 @@ pub enum Site {
     Lhs,
     /// A contraction's right operand.
     Rhs,
+    /// A loop kernel's cache hint ([`super::Prefetch`]).
+    Prefetch,
 }
 
 impl fmt::Display for Site {
@@ -30,6 +32,7 @@ impl fmt::Display for Site {
             Site::Store => f.write_str("the store"),
             Site::Lhs => f.write_str("the left operand"),
             Site::Rhs => f.write_str("the right operand"),
+            Site::Prefetch => f.write_str("the prefetch hint"),
         }
     }
 }
@@ -109,6 +112,14 @@ pub enum KernelError {
         binding: u32,
         /// Number of bindings.
         count: usize,
+    },
+    /// A prefetch hint names a binding that no node of the kernel loads.
+    #[error("kernel `{kernel}`: the prefetch hint names binding {binding}, which no node loads")]
+    PrefetchNotLoaded {
+        /// Kernel name.
+        kernel: String,
+        /// The binding named.
+        binding: u32,
     },
     /// An access's dtype differs from its binding's.
     #[error("kernel `{kernel}`: {site} accesses binding {binding} of {binding_dtype} as {dtype}")]

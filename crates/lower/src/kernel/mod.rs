@@ -294,6 +294,24 @@ pub struct LoopKernel {
     pub reduction: Option<ReduceOp>,
     /// Where the result goes.
     pub store: Store,
+    /// A hint for the vector loop to fetch data a later workgroup will read, or `None`. No
+    /// effect on any result: interpreters ignore it, and so may an emitter.
+    pub prefetch: Option<Prefetch>,
+}
+
+/// A cache hint of a [`LoopKernel`]: wherever the vector loop loads a vector of `binding`
+/// contiguously along the innermost dim, it also hints the cache to fetch the element `ahead`
+/// elements further on. The dispatch chains (`plan/chain.rs`) set it on a chain's last link,
+/// so that while one workgroup's rows are computed the next workgroup's rows arrive: that
+/// overlaps the first link's reads from memory with the last link's arithmetic. A hint is
+/// not an access: a prefetch instruction neither faults nor changes memory, wherever it
+/// points, so validation only checks that the kernel loads `binding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prefetch {
+    /// The binding whose loads carry the hint.
+    pub binding: u32,
+    /// How far ahead of the loaded element, in elements of the binding.
+    pub ahead: i64,
 }
 
 impl Node {

@@ -50,6 +50,7 @@ fn exp_kernel() -> LoopKernel {
             binding: 1,
             map: IndexMap::new(0, &[3, 1]),
         },
+        prefetch: None,
     }
 }
 
@@ -347,6 +348,7 @@ fn gather_kernel(axis_len: u64, axis_stride: i64) -> LoopKernel {
             binding: 2,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }
 

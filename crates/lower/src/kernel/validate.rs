@@ -17,7 +17,9 @@
 //!    over is not empty — its smallest and largest element offsets over the whole box (exact,
 //!    in i128) lie in `[0, elements)`. For a `Gather`, the clamped index term
 //!    `0..=(axis_len - 1) * axis_stride` is added. Loads range over all dims, the store over
-//!    the parallel dims only (with a reduction, a store happens even when a reduction dim is 0).
+//!    the parallel dims only (with a reduction, a store happens even when a reduction dim is 0);
+//! 6. the prefetch hint, if any, names a binding some `Load` reads (where it points is not
+//!    checked: a prefetch is not an access).
 //!
 //! Because each map is affine, its extreme values over a box are reached at corners, one dim
 //! at a time: `offset + Σ min(0, s·(n-1))` and `offset + Σ max(0, s·(n-1))`. So the check is
@@ -433,7 +435,20 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
         parallel_dims,
         elements,
         (0, 0),
-    )
+    )?;
+    if let Some(p) = k.prefetch {
+        let loaded = k
+            .nodes
+            .iter()
+            .any(|n| matches!(n.node, Node::Load { binding, .. } if binding == p.binding));
+        if !loaded {
+            return Err(KernelError::PrefetchNotLoaded {
+                kernel: c.name(),
+                binding: p.binding,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {

@@ -174,6 +174,7 @@ mod tests {
                 map: IndexMap::new(0, &[n as i64, 1]),
             },
             reduction: None,
+            prefetch: None,
         }
     }
 

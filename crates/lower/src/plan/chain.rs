@@ -20,16 +20,31 @@
 //!   which is in the same workgroup in every link.
 //!
 //! Gathers read data-dependent addresses, so a gathered binding is never row-partitioned.
-//! Chains are formed only where they pay: some region the links share is at least 3/4 of the
-//! last-level cache (half the L2 when the LLC is unknown). Below, the passes find it in the LLC
-//! anyway, and chaining was measured no faster, for a softmax slower (AVX-512 host, 32 MiB
-//! L3, 1 thread, p50 of `accy bench`: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0
-//! ms; at 16 MiB, softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way; at 32 MiB, softmax
-//! 4.2-4.6 → 3.5 ms, layer norm 5.7-6.0 → 4.5 ms). The chain's workgroup count is the
-//! largest of its links', raised until one workgroup's rows of the row-partitioned data
-//! (each region once) fit in half the L2, but never above the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a
-//! link already had more). A kernel computes the same bytes for any workgroup count, so this
-//! changes no result.
+//! The chain's workgroup count is the largest of its links', raised until one workgroup's
+//! rows of the row-partitioned data (each region once) fit in half the L2, but never above
+//! the rows nor above [`MAX_CHAIN_WORKGROUPS`] (unless a link already had more). A kernel
+//! computes the same bytes for any workgroup count, so this changes no result.
+//!
+//! Run workgroup by workgroup, the first link's pass reads a block of rows from memory while
+//! the core waits, and the later links compute on it from the cache while memory idles. So
+//! the last link also carries a cache hint ([`crate::kernel::Prefetch`], from [`prefetch`]):
+//! with each vector it loads of the largest region the first link reads row by row (and no
+//! link writes), fetch the same element of the next workgroup's rows. The executor hands a
+//! chain's workgroups to its workers in one contiguous range each (`accy-executable`'s
+//! `chain_order.rs`), so the next workgroup is usually the same thread's next one.
+//!
+//! Chains are formed only where they pay: some region the links share is at least half the
+//! last-level cache (half the L2 when the LLC is unknown); smaller ones stay in the LLC from
+//! one pass to the next. Measured on an AVX-512 host (32 MiB L3, 1 MiB L2; `accy bench`, 1
+//! thread, invocations a second, two alternating rounds), hint and threshold against plain
+//! passes: a 4096×1024 f32 layer norm (16 MiB) 856-894 against 439-527, its softmax 447-463
+//! against 339-376, 16384×1024 (64 MiB) layer norm 171-182 against 137-140 and softmax
+//! 106-109 against 89-95; `cargo xtask bench memory`, two rounds, 2 threads: the 16 MiB
+//! softmax 811-854 µs against 964-1000 µs, layer norm 442-522 µs against 670-758 µs. At 12
+//! MiB the difference was within the noise and at 4 MiB a layer norm lost 10%, hence half
+//! the LLC. Chaining alone, without the hint, was measured no faster, for a softmax slower
+//! (1 thread, p50: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0 ms; at 16 MiB,
+//! softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way).
 //!
 //! Not handled: a link whose output is at least half the last-level cache stores it with
 //! non-temporal stores (`crate::streams_stores`), so a later link reading it finds it in
@@ -37,7 +52,7 @@
 
 use accy_artifact::{Blocking, Command, Region};
 
-use crate::kernel::{Kernel, LoopKernel, Node};
+use crate::kernel::{Kernel, LoopKernel, Node, Prefetch};
 
 /// The most workgroups a chain gets (a call per link each).
 const MAX_CHAIN_WORKGROUPS: u64 = 4096;
@@ -99,9 +114,10 @@ fn rows_of(k: &LoopKernel, live: &[bool], b: u32) -> Rows {
     }
 }
 
-/// One dispatch of a candidate chain: its loop kernel and its bindings' regions with how the
-/// kernel touches them.
+/// One dispatch of a candidate chain: its loop kernel (and its index) and its bindings'
+/// regions with how the kernel touches them.
 struct Link<'k> {
+    index: usize,
     kernel: &'k LoopKernel,
     uses: Vec<(Region, bool, Rows)>,
 }
@@ -114,7 +130,8 @@ fn link_of<'k>(command: &Command, kernels: &'k [Kernel]) -> Option<Link<'k>> {
     else {
         return None;
     };
-    let k = kernels.get(*kernel as usize)?.as_loop()?;
+    let index = *kernel as usize;
+    let k = kernels.get(index)?.as_loop()?;
     if k.parallel_rank == 0 || k.dims.first().is_none_or(|&e| e < 2) {
         return None;
     }
@@ -124,7 +141,11 @@ fn link_of<'k>(command: &Command, kernels: &'k [Kernel]) -> Option<Link<'k>> {
         .enumerate()
         .map(|(i, b)| (b.region, b.access.writes(), rows_of(k, &live, i as u32)))
         .collect();
-    Some(Link { kernel: k, uses })
+    Some(Link {
+        index,
+        kernel: k,
+        uses,
+    })
 }
 
 /// Whether two uses of overlapping regions by different links keep to the same rows.
@@ -154,11 +175,11 @@ fn joins(chain: &[Link<'_>], next: &Link<'_>) -> bool {
     })
 }
 
-/// Whether the links share a region of at least 3/4 of the last-level cache (half the L2
-/// when the LLC is unknown): what the LLC no longer holds from one pass to the next.
+/// Whether the links share a region of at least half the last-level cache (half the L2 when
+/// the LLC is unknown): what the LLC no longer holds beside the pass's other data.
 fn worth_chaining(chain: &[Link<'_>], caches: &Blocking) -> bool {
     let least = if caches.llc > 0 {
-        caches.llc / 4 * 3
+        caches.llc / 2
     } else {
         caches.l2 / 2
     };
@@ -202,9 +223,64 @@ fn chain_workgroups(chain: &[Link<'_>], counts: &[u32], l2: u64) -> u32 {
     u32::try_from(count).unwrap_or(most).max(1)
 }
 
+/// The hint for the chain's last link when it runs in `workgroups` workgroups: fetch the
+/// next workgroup's rows of the largest region the first link reads row by row and no link
+/// writes, where the last link loads that region too. `None` when there is no such region
+/// or no next workgroup.
+fn prefetch(chain: &[Link<'_>], workgroups: u32) -> Option<(usize, Prefetch)> {
+    let (first, last) = (chain.first()?, chain.last()?);
+    let rows = *first.kernel.dims.first()?;
+    let written = |r: &Region| {
+        chain
+            .iter()
+            .any(|l| l.uses.iter().any(|u| u.1 && u.0.overlaps(r)))
+    };
+    let source = first
+        .uses
+        .iter()
+        .filter(|u| matches!(u.2, Rows::Partitioned { .. }) && !written(&u.0))
+        .max_by_key(|u| u.0.len)?;
+    let Rows::Partitioned { bytes } = source.2 else {
+        return None;
+    };
+    let binding = last.uses.iter().position(|u| {
+        matches!(u.2, Rows::Partitioned { .. }) && u.0.overlaps(&source.0) && same_rows(u, source)
+    })?;
+    let elem = last.kernel.bindings.get(binding)?.dtype.size_bytes();
+    if workgroups < 2 || elem == 0 {
+        return None;
+    }
+    let rows_each = rows.div_ceil(u64::from(workgroups));
+    let ahead = rows_each.checked_mul(bytes / elem)?;
+    Some((
+        last.index,
+        Prefetch {
+            binding: u32::try_from(binding).ok()?,
+            ahead: i64::try_from(ahead).ok()?,
+        },
+    ))
+}
+
 /// Marks runs of consecutive dispatches in `commands` (of `kernels`) as chains where that is
-/// proven right (see the module doc) and pays, giving each chain one workgroup count.
-pub(super) fn link(commands: &mut [Command], kernels: &[Kernel], caches: &Blocking) {
+/// proven right (see the module doc) and pays, giving each chain one workgroup count and its
+/// last link the hint to fetch the next workgroup's rows ([`prefetch`]).
+pub(super) fn link(commands: &mut [Command], kernels: &mut [Kernel], caches: &Blocking) {
+    let mut hints: Vec<(usize, Prefetch)> = Vec::new();
+    link_chains(commands, kernels, caches, &mut hints);
+    for (index, hint) in hints {
+        if let Some(Kernel::Loop(k)) = kernels.get_mut(index) {
+            k.prefetch = Some(hint);
+        }
+    }
+}
+
+/// [`link`]'s chains, with the hints they ask for collected in `hints`.
+fn link_chains(
+    commands: &mut [Command],
+    kernels: &[Kernel],
+    caches: &Blocking,
+    hints: &mut Vec<(usize, Prefetch)>,
+) {
     let mut start = 0;
     while start < commands.len() {
         let mut chain: Vec<Link<'_>> = Vec::new();
@@ -225,6 +301,7 @@ pub(super) fn link(commands: &mut [Command], kernels: &[Kernel], caches: &Blocki
                 })
                 .collect();
             let count = chain_workgroups(&chain, &counts, caches.l2);
+            hints.extend(prefetch(&chain, count));
             let last = end - 1;
             for (i, command) in commands[start..end].iter_mut().enumerate() {
                 if let Command::Dispatch {

@@ -148,6 +148,7 @@ mod tests {
                 binding: 1,
                 map: IndexMap::new(0, store),
             },
+            prefetch: None,
         }
     }
 

@@ -516,6 +516,7 @@ impl<'p> Planner<'p> {
             nodes: body.nodes,
             result: body.result,
             reduction,
+            prefetch: None,
         };
         coalesce::coalesce(&mut kernel);
         blocking::block_transposes(&mut kernel, self.options.transpose_block);
@@ -582,7 +583,7 @@ impl<'p> Planner<'p> {
         let mut lowered = buffers::assign(self)?;
         // Row-blocked regions (off by default) are the other way to the same reuse.
         if options.fuse && !options.row_blocks {
-            chain::link(&mut lowered.commands, &lowered.kernels, &options.caches);
+            chain::link(&mut lowered.commands, &mut lowered.kernels, &options.caches);
         }
         Ok(lowered)
     }

@@ -202,6 +202,7 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
             binding: inputs.len() as u32,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }
 
@@ -307,6 +308,7 @@ pub fn binary_2d(
             binding: 2,
             map: IndexMap::new(0, &[dims[1] as i64, 1]),
         },
+        prefetch: None,
     }
 }
 
@@ -327,6 +329,7 @@ pub fn reduce_2d(op: ReduceOp, dtype: DType, p: u64, r: u64) -> LoopKernel {
             binding: 1,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }
 
@@ -362,5 +365,6 @@ pub fn copy_f32x4() -> LoopKernel {
             binding: 1,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }

@@ -85,6 +85,28 @@ impl Emitter<'_> {
         }
     }
 
+    /// After a whole-vector load of `binding` from `[rcx + rax * lane size]`: the kernel's
+    /// prefetch hint for that binding, if it has one whose distance fits a displacement
+    /// (`prefetcht0`: the next workgroup's first pass reads the lines soon).
+    pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
+        let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
+            return;
+        };
+        let lane: i64 = if wide { 8 } else { 4 };
+        let Some(ahead) = p
+            .ahead
+            .checked_mul(lane)
+            .and_then(|a| i32::try_from(a).ok())
+        else {
+            return;
+        };
+        if wide {
+            x64!(self.ops; prefetcht0 [rcx + rax * 8 + ahead]);
+        } else {
+            x64!(self.ops; prefetcht0 [rcx + rax * 4 + ahead]);
+        }
+    }
+
     /// Emits varying node `i` for one vector of points.
     pub(crate) fn emit_vnode(&mut self, plan: &VectorPlan, i: usize) -> Result<(), EmitError> {
         let n = self.k.nodes[i].clone();
@@ -130,8 +152,10 @@ impl Emitter<'_> {
                     self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
                 } else if w {
                     x64!(self.ops; vmovups Ry(dst), [rcx + rax * 8]);
+                    self.emit_load_prefetch(binding, w);
                 } else {
                     x64!(self.ops; vmovups Ry(dst), [rcx + rax * 4]);
+                    self.emit_load_prefetch(binding, w);
                 }
             }
             Node::Unary { op, x } => {

@@ -176,8 +176,12 @@ impl Emitter<'_> {
                 let b = binding as i32 * 8;
                 super::asm::x64!(self.ops; mov rcx, QWORD [r12 + b]);
                 let ins = Zins::new(zv::load(w), dst, 0, element(w));
-                let ins = if self.masked { ins.mask(1, true) } else { ins };
-                self.z(ins);
+                if self.masked {
+                    self.z(ins.mask(1, true));
+                } else {
+                    self.z(ins);
+                    self.emit_load_prefetch(binding, w);
+                }
             }
             Node::Unary { op, x } => {
                 let a = self.vsrc(plan, x, 0)?;

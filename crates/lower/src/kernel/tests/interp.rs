@@ -69,6 +69,7 @@ fn sum_squares(rows: u64, cols: u64) -> LoopKernel {
             binding: 1,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }
 
@@ -142,6 +143,7 @@ fn in_place_loads_precede_the_store_at_each_point() {
             binding: 0,
             map: IndexMap::new(1, &[1]),
         },
+        prefetch: None,
     };
     let mut buf = i64_bytes(&[1, 2, 3, 4]);
     run_kernel(&k, &mut [&mut buf]).unwrap();
@@ -170,6 +172,7 @@ fn index_nodes_convert_like_iota() {
             binding: 0,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     };
     let mut out = vec![0u8; 4];
     run_kernel(&k, &mut [&mut out]).unwrap();

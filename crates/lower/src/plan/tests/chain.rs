@@ -62,6 +62,41 @@ fn a_row_softmax_is_one_chain() {
     }
 }
 
+/// The layer norm chain's last link hints the cache to fetch the next workgroup's rows of
+/// `x`, which the first link reads; the other links carry no hint.
+#[test]
+fn the_last_link_fetches_the_next_workgroups_rows() {
+    let (_, lowered) = planned_with(LAYER_NORM, &small_caches());
+    let dispatched: Vec<(u32, Vec<accy_artifact::Region>)> = lowered
+        .commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Dispatch {
+                kernel,
+                bindings,
+                workgroups,
+                ..
+            } => {
+                assert!(*workgroups >= 2);
+                Some((*kernel, bindings.iter().map(|b| b.region).collect()))
+            }
+            _ => None,
+        })
+        .collect();
+    let count = grid(&lowered.commands)[0].0;
+    let (last, rest) = dispatched.split_last().unwrap();
+    for (kernel, _) in rest {
+        let k = lowered.kernels[*kernel as usize].as_loop().unwrap();
+        assert_eq!(k.prefetch, None, "{}", k.name);
+    }
+    let k = lowered.kernels[last.0 as usize].as_loop().unwrap();
+    let hint = k.prefetch.expect("the last link's hint");
+    // The first link's binding 0 is `x`; the last link reads the same region.
+    let x = dispatched[0].1[0];
+    assert_eq!(last.1[hint.binding as usize], x);
+    assert_eq!(hint.ahead, i64::from(32u32.div_ceil(count) * 64));
+}
+
 /// With the default options' caches (an 8 MiB last-level cache) the 8 KiB softmax stays
 /// cached anyway: no chain.
 #[test]
@@ -70,34 +105,33 @@ fn small_tensors_are_not_chained() {
     assert!(grid(&lowered.commands).iter().all(|&(_, chained)| !chained));
 }
 
+const LAYER_NORM: &str = "program {
+  %x = input \"x\" : f32[32,64]
+  %g = weight \"g\" : f32[64]
+  %b = weight \"b\" : f32[64]
+  %s = reduce sum %x, axes=[1] : f32[32]
+  %n = constant 0.015625 : f32[]
+  %nb = broadcast %n, dims=[32], axes=[] : f32[32]
+  %mean = mul %s, %nb : f32[32]
+  %meanb = broadcast %mean, dims=[32,64], axes=[0] : f32[32,64]
+  %c = sub %x, %meanb : f32[32,64]
+  %sq = mul %c, %c : f32[32,64]
+  %ss = reduce sum %sq, axes=[1] : f32[32]
+  %var = mul %ss, %nb : f32[32]
+  %r = rsqrt %var : f32[32]
+  %rb = broadcast %r, dims=[32,64], axes=[0] : f32[32,64]
+  %xn = mul %c, %rb : f32[32,64]
+  %gb = broadcast %g, dims=[32,64], axes=[1] : f32[32,64]
+  %bb = broadcast %b, dims=[32,64], axes=[1] : f32[32,64]
+  %y0 = mul %xn, %gb : f32[32,64]
+  %y = add %y0, %bb : f32[32,64]
+  output %y
+}";
+
 /// A layer norm with gamma and beta read whole by every workgroup: one chain.
 #[test]
 fn a_layer_norm_is_one_chain() {
-    let (_, lowered) = planned_with(
-        "program {
-          %x = input \"x\" : f32[32,64]
-          %g = weight \"g\" : f32[64]
-          %b = weight \"b\" : f32[64]
-          %s = reduce sum %x, axes=[1] : f32[32]
-          %n = constant 0.015625 : f32[]
-          %nb = broadcast %n, dims=[32], axes=[] : f32[32]
-          %mean = mul %s, %nb : f32[32]
-          %meanb = broadcast %mean, dims=[32,64], axes=[0] : f32[32,64]
-          %c = sub %x, %meanb : f32[32,64]
-          %sq = mul %c, %c : f32[32,64]
-          %ss = reduce sum %sq, axes=[1] : f32[32]
-          %var = mul %ss, %nb : f32[32]
-          %r = rsqrt %var : f32[32]
-          %rb = broadcast %r, dims=[32,64], axes=[0] : f32[32,64]
-          %xn = mul %c, %rb : f32[32,64]
-          %gb = broadcast %g, dims=[32,64], axes=[1] : f32[32,64]
-          %bb = broadcast %b, dims=[32,64], axes=[1] : f32[32,64]
-          %y0 = mul %xn, %gb : f32[32,64]
-          %y = add %y0, %bb : f32[32,64]
-          output %y
-        }",
-        &small_caches(),
-    );
+    let (_, lowered) = planned_with(LAYER_NORM, &small_caches());
     let grid = grid(&lowered.commands);
     assert_eq!(grid.len(), 3, "{grid:?}");
     assert!(grid[0].1 && grid[1].1 && !grid[2].1, "{grid:?}");

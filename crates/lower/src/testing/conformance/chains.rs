@@ -4,7 +4,8 @@
 //! chain run as its links one after the other and workgroup by workgroup in both orders
 //! (every link's kernel with the one workgroup, `Launch::only`), which must agree, and the
 //! result compared bit for bit with the interpreter. The group
-//! fails if the planner formed no chain, so it never passes for want of one.
+//! fails if the planner formed no chain, or gave the layer norm's last link no prefetch hint,
+//! so it never passes for want of one.
 
 use accy_artifact::{Blocking, Command};
 use accy_ir::{interp, text, DType, Tensor, TensorData};
@@ -53,8 +54,20 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     };
     for source in [SOFTMAX, LAYER_NORM] {
         let program = text::parse(source).map_err(|e| e.to_string())?;
-        let artifact = crate::compile(&program, s.runner.target(), &options)
+        let compiled = crate::compile_detailed(&program, s.runner.target(), &options)
             .map_err(|e| format!("compile failed: {e}"))?;
+        // The layer norm's last link reads `x`, which its first reads row by row: it carries
+        // the hint to fetch the next workgroup's rows, whose code runs here too.
+        let hinted = compiled
+            .kernels
+            .iter()
+            .any(|k| k.as_loop().is_some_and(|k| k.prefetch.is_some()));
+        if source == LAYER_NORM && !hinted {
+            return Err(format!(
+                "the chain's last link has no prefetch hint\n{source}"
+            ));
+        }
+        let artifact = compiled.artifact;
         let links = artifact
             .launch
             .commands

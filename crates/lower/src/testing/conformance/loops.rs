@@ -137,6 +137,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 binding: 1,
                 map: IndexMap::new(0, &[64, 4, 1]),
             },
+            prefetch: None,
         };
         for workgroups in [1, 2] {
             s.check(&swap, &buffers_for(&swap, 9), workgroups)?;
@@ -158,6 +159,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             binding: 1,
             map: IndexMap::new(0, &[0, 0, 1]),
         },
+        prefetch: None,
     };
     s.check(&empty_inner, &buffers_for(&empty_inner, 3), 1)?;
     // Six transposed reads of 128-long runs: more tiles than the frame budget holds, so the
@@ -193,6 +195,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             binding: reads,
             map: IndexMap::new(0, &[4096, 128, 1]),
         },
+        prefetch: None,
     };
     for workgroups in [1, 2] {
         s.check(&many_tiles, &buffers_for(&many_tiles, 5), workgroups)?;
@@ -225,6 +228,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             binding: 2,
             map: IndexMap::new(0, &[1, 4, 12]),
         },
+        prefetch: None,
     };
     for workgroups in [1, 2, 3, 7] {
         s.check(&k, &buffers_for(&k, 1), workgroups)?;
@@ -307,6 +311,7 @@ pub(super) fn vector_lengths(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
                         binding: 2,
                         map: IndexMap::new(0, &[cols as i64, 1]),
                     },
+                    prefetch: None,
                 };
                 let buffers = vec![
                     data(dtype, (rows * cols) as usize, rows * 31 + cols),
@@ -391,6 +396,7 @@ pub(super) fn in_place(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             binding: 0,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     };
     s.check(&same, &buffers_for(&same, 7), 1)?;
     let mut scan = same.clone();
@@ -473,6 +479,7 @@ pub(super) fn uniform_values(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
             binding: 4,
             map: IndexMap::new(0, &[q as i64, 1]),
         },
+        prefetch: None,
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     s.check(&k, &buffers_for(&k, 7), 4)
@@ -509,6 +516,7 @@ pub(super) fn many_values(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
             binding: 1,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     // Thousands of nodes: a frame past the short offset forms of every ISA.

@@ -248,6 +248,7 @@ pub(super) fn gather(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                     binding: 2,
                     map: IndexMap::new(0, &[1]),
                 },
+                prefetch: None,
             };
             for workgroups in [1, 2] {
                 s.check_if_valid(&k, &buffers, workgroups)?;

@@ -286,6 +286,7 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
         result,
         reduction,
         store,
+        prefetch: None,
     };
     kernel.validate().ok()?;
     let workgroups = 1 + rng.below(3) as u32;

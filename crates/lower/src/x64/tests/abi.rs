@@ -107,6 +107,7 @@ fn kernel() -> LoopKernel {
             binding: 1,
             map: IndexMap::new(0, &[9, 1]),
         },
+        prefetch: None,
     }
 }
 

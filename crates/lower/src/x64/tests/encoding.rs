@@ -118,6 +118,7 @@ pub(super) fn add_kernel() -> LoopKernel {
             binding: 2,
             map: IndexMap::new(0, &[1]),
         },
+        prefetch: None,
     }
 }
 

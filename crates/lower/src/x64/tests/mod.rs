@@ -8,7 +8,8 @@
 //! - `errors`: malformed or oversized kernels are errors, never panics;
 //! - `abi`: callee-saved registers and the stack pointer survive a kernel call;
 //! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks;
-//! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects.
+//! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects;
+//! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to.
 
 mod abi;
 mod conformance;
@@ -16,4 +17,5 @@ mod encoding;
 mod errors;
 mod host;
 mod paths;
+mod prefetch_hint;
 mod vector_code;
