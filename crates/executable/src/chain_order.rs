@@ -8,7 +8,9 @@
 //! into one contiguous range per worker and the tiles take the ranges in turn, so that
 //! workers claiming in turn each walk one range in order and the next workgroup index is
 //! their own next one. A worker that is not scheduled only means another takes its tiles,
-//! still each range in order. Any order is right for a chain (no workgroup touches bytes
+//! still each range in order; an executor that runs all tiles on one thread (a pool busy with
+//! another caller's job runs ours inline) walks the ranges in turn, so the hints then fetch
+//! rows that are used later or not at all: wasted, never wrong. Any order is right for a chain (no workgroup touches bytes
 //! another one writes); this one only decides which rows are cached when.
 
 /// The workgroup that tile `tile` of a chain with `workgroups` workgroups runs when
@@ -19,25 +21,25 @@ pub(crate) fn workgroup_of(tile: u32, workgroups: u32, workers: u32) -> u32 {
     if workers < 2 || workgroups <= workers {
         return tile;
     }
-    let per = workgroups.div_ceil(workers);
+    // In u64: `per · (workers - 1)` may exceed u32 for huge counts; every result is below
+    // `workgroups`, so it fits u32 again.
+    let (t, n, w) = (u64::from(tile), u64::from(workgroups), u64::from(workers));
+    let per = n.div_ceil(w);
     // Every range but the last holds `per`; the last holds `last` (at least 1, or the
     // identity).
-    let Some(last) = workgroups
-        .checked_sub(per * (workers - 1))
-        .filter(|&l| l > 0)
-    else {
+    let Some(last) = n.checked_sub(per * (w - 1)).filter(|&l| l > 0) else {
         return tile;
     };
     // The first `last` columns of the (range, position) grid are full, the others lack the
     // last range.
-    let full = last * workers;
-    let (range, position) = if tile < full {
-        (tile % workers, tile / workers)
+    let full = last * w;
+    let (range, position) = if t < full {
+        (t % w, t / w)
     } else {
-        let rest = tile - full;
-        (rest % (workers - 1), last + rest / (workers - 1))
+        let rest = t - full;
+        (rest % (w - 1), last + rest / (w - 1))
     };
-    range * per + position
+    u32::try_from(range * per + position).unwrap_or(tile)
 }
 
 #[cfg(test)]
@@ -78,6 +80,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn huge_counts_stay_in_range() {
+        for (n, w) in [
+            (u32::MAX, 2),
+            (u32::MAX, u32::MAX - 1),
+            ((1 << 31) + 1, u32::MAX),
+        ] {
+            for t in [0, 1, n / 2, n - 2, n - 1] {
+                assert!(workgroup_of(t, n, w) < n, "tile {t} of {n}, {w} workers");
+            }
+        }
+        // Both halves of 2^32 - 1 workgroups, in turn.
+        assert_eq!(workgroup_of(1, u32::MAX, 2), 1 << 31);
+        assert_eq!(workgroup_of(u32::MAX - 1, u32::MAX, 2), (1 << 31) - 1);
     }
 
     #[test]

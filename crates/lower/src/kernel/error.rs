@@ -21,8 +21,6 @@ pub enum Site {
     Lhs,
     /// A contraction's right operand.
     Rhs,
-    /// A loop kernel's cache hint ([`super::Prefetch`]).
-    Prefetch,
 }
 
 impl fmt::Display for Site {
@@ -32,7 +30,6 @@ impl fmt::Display for Site {
             Site::Store => f.write_str("the store"),
             Site::Lhs => f.write_str("the left operand"),
             Site::Rhs => f.write_str("the right operand"),
-            Site::Prefetch => f.write_str("the prefetch hint"),
         }
     }
 }

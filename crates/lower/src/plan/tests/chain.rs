@@ -97,6 +97,23 @@ fn the_last_link_fetches_the_next_workgroups_rows() {
     assert_eq!(hint.ahead, i64::from(32u32.div_ceil(count) * 64));
 }
 
+/// A chain forms when a region its links share is at least half the last-level cache: the
+/// softmax's 8 KiB input chains with a 16 KiB cache, not with one a line larger.
+#[test]
+fn chains_form_from_half_the_last_level_cache() {
+    let with_llc = |llc| {
+        Options::default().with_caches(accy_artifact::Blocking {
+            l1d: 256,
+            l2: 1024,
+            llc,
+        })
+    };
+    let (_, at_half) = planned_with(SOFTMAX, &with_llc(16384));
+    assert!(grid(&at_half.commands).iter().any(|&(_, chained)| chained));
+    let (_, below) = planned_with(SOFTMAX, &with_llc(16384 + 128));
+    assert!(grid(&below.commands).iter().all(|&(_, chained)| !chained));
+}
+
 /// With the default options' caches (an 8 MiB last-level cache) the 8 KiB softmax stays
 /// cached anyway: no chain.
 #[test]
