@@ -265,22 +265,21 @@ fn prefetch(chain: &[Link<'_>], workgroups: u32) -> Option<(usize, Prefetch)> {
 /// proven right (see the module doc) and pays, giving each chain one workgroup count and its
 /// last link the hint to fetch the next workgroup's rows ([`prefetch`]).
 pub(super) fn link(commands: &mut [Command], kernels: &mut [Kernel], caches: &Blocking) {
-    let mut hints: Vec<(usize, Prefetch)> = Vec::new();
-    link_chains(commands, kernels, caches, &mut hints);
-    for (index, hint) in hints {
+    for (index, hint) in link_chains(commands, kernels, caches) {
         if let Some(Kernel::Loop(k)) = kernels.get_mut(index) {
             k.prefetch = Some(hint);
         }
     }
 }
 
-/// [`link`]'s chains, with the hints they ask for collected in `hints`.
+/// [`link`]'s chains; returns the hints they ask for (kernel index, hint), which `link`
+/// applies once the links no longer borrow the kernels.
 fn link_chains(
     commands: &mut [Command],
     kernels: &[Kernel],
     caches: &Blocking,
-    hints: &mut Vec<(usize, Prefetch)>,
-) {
+) -> Vec<(usize, Prefetch)> {
+    let mut hints = Vec::new();
     let mut start = 0;
     while start < commands.len() {
         let mut chain: Vec<Link<'_>> = Vec::new();
@@ -317,4 +316,5 @@ fn link_chains(
         }
         start = end.max(start + 1);
     }
+    hints
 }

@@ -150,11 +150,12 @@ impl Emitter<'_> {
                 } else if self.masked {
                     let (lanes, mem) = masked_operand(w);
                     self.ops.extend(evex::load_masked(lanes, dst, mem, 1));
-                } else if w {
-                    x64!(self.ops; vmovups Ry(dst), [rcx + rax * 8]);
-                    self.emit_load_prefetch(binding, w);
                 } else {
-                    x64!(self.ops; vmovups Ry(dst), [rcx + rax * 4]);
+                    if w {
+                        x64!(self.ops; vmovups Ry(dst), [rcx + rax * 8]);
+                    } else {
+                        x64!(self.ops; vmovups Ry(dst), [rcx + rax * 4]);
+                    }
                     self.emit_load_prefetch(binding, w);
                 }
             }
