@@ -55,6 +55,7 @@ mod contract;
 mod expr;
 mod fuse;
 mod ops;
+mod outputs;
 mod rows;
 mod tiles;
 mod views;
@@ -537,44 +538,6 @@ impl<'p> Planner<'p> {
             bindings: uses,
             workgroups,
         })
-    }
-
-    /// Stores every output's value into its slot, unless planning already did.
-    fn outputs(&mut self) -> Result<(), CompileError> {
-        let program = self.program;
-        for (i, out) in program.outputs.iter().enumerate() {
-            if self.output_done.get(i).copied().unwrap_or(true) {
-                continue;
-            }
-            self.output_done[i] = true;
-            let dst = self
-                .output_bufs
-                .get(i)
-                .copied()
-                .ok_or_else(|| CompileError::internal("output buffer missing"))?;
-            let ty = self.ty(out.value)?;
-            if elements(ty)? == 0 {
-                continue;
-            }
-            let e = self.val(out.value)?;
-            let expr = self.exprs.get(e)?.clone();
-            if let ExprKind::Load { binding: buf, map } = &expr.kind {
-                if *map == views::row_major(&ty.dims, map.offset)? {
-                    let offset = u64::try_from(map.offset)
-                        .map_err(|_| CompileError::internal("negative view offset"))?;
-                    let size = ty.dtype.size_bytes();
-                    self.push(Pending::Copy {
-                        src: *buf,
-                        src_offset: offset.saturating_mul(size),
-                        dst,
-                        len: elements(ty)?.saturating_mul(size),
-                    })?;
-                    continue;
-                }
-            }
-            self.store_all(&ty.dims, e, dst)?;
-        }
-        Ok(())
     }
 
     fn finish(mut self) -> Result<LoweredProgram, CompileError> {
