@@ -158,14 +158,14 @@ impl Exprs {
     /// emitter may call out for, no remainder or power) over at most two buffers. A memory-bound
     /// chain then reads its inputs once more instead of writing and rereading a temporary the
     /// size of its space (layer norm's `x - mean`, shared by the variance and the result).
-    /// With `expanded_math` (the compile replaces `exp`, `tanh`, `sigmoid` by vectorised node
-    /// sequences, `crate::math`) those count as arithmetic too: one expansion costs about a
-    /// cycle per element, less than a store and a reread (softmax's `exp(x - max)`, shared by
-    /// the sum and the division). Called out per element (exact mode), they do not.
+    /// With `cheap_math`, `exp`, `tanh` and `sigmoid` count as arithmetic too: the caller says
+    /// so when they are expanded into vectorised node sequences (`crate::math`) and the value
+    /// is too large for a store and a reread to stay in the L2 cache (see `Planner::instruction`).
+    /// Called out per element (exact mode), they never do.
     pub(crate) fn is_recomputable(
         &self,
         root: ExprId,
-        expanded_math: bool,
+        cheap_math: bool,
     ) -> Result<bool, CompileError> {
         use accy_ir::{BinaryOp, UnaryOp};
         let nodes = self.reachable(root)?;
@@ -174,7 +174,7 @@ impl Exprs {
         }
         let arithmetic = |op: UnaryOp| match op {
             UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not | UnaryOp::Sqrt | UnaryOp::Rsqrt => true,
-            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid => expanded_math,
+            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid => cheap_math,
             _ => false,
         };
         let mut buffers: Vec<BufId> = Vec::new();

@@ -22,9 +22,10 @@
 //! - a fusible expression with more than one consumer (counting distinct consuming
 //!   instructions and outputs) is materialized once, unless it is cheap to recompute: it reads
 //!   no memory and has at most four nodes, or it is a short chain of plain arithmetic over at
-//!   most two buffers (`exp`, `tanh` and `sigmoid` count as arithmetic when they will be
-//!   expanded into vector code), which costs less to recompute than to store and reread
-//!   (`Exprs::is_recomputable`); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//!   most two buffers, which costs less to recompute than to store and reread
+//!   (`Exprs::is_recomputable`; `exp`, `tanh` and `sigmoid` count as arithmetic when they
+//!   will be expanded into vector code and the value is larger than the L2 cache, so its
+//!   reread would come from further away); so is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -409,9 +410,16 @@ impl<'p> Planner<'p> {
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
         // An output is stored anyway, so its other consumers read it rather than recompute it.
         let output = program.outputs.iter().any(|o| o.value == v);
+        // An expansion of `exp` costs about 10 vector FMAs: more than a store and a reread
+        // from the L2 (a 64×1024 softmax, `examples/softmax.accy`, 1 thread, min of three
+        // rounds: 23 µs with its `exp` in both consumers, 17.7 µs stored once; 256×1024: 95
+        // against 82 µs), less than a round trip through the L3 or memory (2048×1024: 755
+        // against 824 µs; 4096×1024: 1.5 against 2.0 ms).
+        let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
+        let cheap_math = self.options.expands_math() && bytes > self.options.caches.l2;
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?
-            && (output || !self.exprs.is_recomputable(e, self.options.expands_math())?);
+            && (output || !self.exprs.is_recomputable(e, cheap_math)?);
         let unfused = !self.options.fuse && !self.exprs.is_uniform(e)?;
         let large = !is_view && self.exprs.size(e)? > MAX_FUSED_NODES;
         if !is_view && uses > 0 && (shared || unfused || large) {

@@ -3,6 +3,7 @@
 use super::planned_with;
 use crate::compile::Options;
 use crate::kernel::{Kernel, Node};
+use accy_artifact::Blocking;
 use accy_ir::UnaryOp;
 
 const SOFTMAX: &str = "program {
@@ -37,20 +38,35 @@ fn kernels_and_exps(kernels: &[Kernel]) -> (usize, usize) {
 }
 
 #[test]
-fn softmax_recomputes_its_exp_only_where_exp_is_expanded() {
+fn softmax_recomputes_its_exp_only_where_expanded_and_larger_than_the_l2() {
     let expanded = Options {
         fma: true,
         ..Options::default()
     };
-    // max, sum of exp, exp / sum: the exp is computed by both of its consumers.
-    let (_, l) = planned_with(SOFTMAX, &expanded);
+    // 16×40 f32 is 2560 bytes. Above an L2 that small, the exp is computed by both of its
+    // consumers: max, sum of exp, exp / sum.
+    let tiny_l2 = expanded.clone().with_caches(Blocking {
+        l1d: 0,
+        l2: 2048,
+        llc: 0,
+    });
+    let (_, l) = planned_with(SOFTMAX, &tiny_l2);
     assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
-    // Called out per element (exact mode, or no FMA to expand with): stored once, reread.
+    // At exactly the L2's size, it is stored once and reread: max, exp, sum, division.
+    let fits = expanded.clone().with_caches(Blocking {
+        l1d: 0,
+        l2: 2560,
+        llc: 0,
+    });
+    // Called out per element (exact mode, or no FMA to expand with): stored once, reread,
+    // whatever the size.
     for options in [
-        expanded.clone().with_reassociate(false),
+        fits,
+        expanded.clone(),
+        tiny_l2.clone().with_reassociate(false),
         Options {
             fma: false,
-            ..Options::default()
+            ..tiny_l2
         },
     ] {
         let (_, l) = planned_with(SOFTMAX, &options);
