@@ -76,6 +76,7 @@ pub mod fpenv;
 pub mod guard;
 pub mod imports;
 pub mod inference;
+mod load_error;
 pub mod loaded;
 mod overlap;
 mod pages;
