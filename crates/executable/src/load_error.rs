@@ -86,7 +86,8 @@ pub enum LoadError {
         actual: usize,
     },
     /// A weight slot asks for more alignment than its weight's address has (copied weights
-    /// have at least [`Weights::ALIGNMENT`](crate::weights::Weights::ALIGNMENT); mapped ones what their place in the file gives).
+    /// have at least [`Weights::ALIGNMENT`](crate::weights::Weights::ALIGNMENT); mapped
+    /// ones what their place in the file gives).
     #[error("weight slot {slot} ({name:?}) needs alignment {required}, but the weight is aligned to {provided}")]
     WeightAlignment {
         /// The weight slot.

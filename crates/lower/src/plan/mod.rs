@@ -411,12 +411,17 @@ impl<'p> Planner<'p> {
         // An output is stored anyway, so its other consumers read it rather than recompute it.
         let output = program.outputs.iter().any(|o| o.value == v);
         // An expansion of `exp` costs about 10 vector FMAs: more than a store and a reread
-        // from the L2 (a 64×1024 softmax, `examples/softmax.accy`, 1 thread, min of three
-        // rounds: 23 µs with its `exp` in both consumers, 17.7 µs stored once; 256×1024: 95
-        // against 82 µs), less than a round trip through the L3 or memory (2048×1024: 755
-        // against 824 µs; 4096×1024: 1.5 against 2.0 ms).
+        // from the L2. Measured on a host with 1 MiB of L2 per core (`accy bench`, 1 thread,
+        // min of three rounds, f32 softmax): 64×1000 (`examples/softmax.accy`) 23.0-23.6 µs
+        // with its `exp` in both consumers, 18.4-18.7 µs stored once; 256×1024 95 against
+        // 82 µs; but 2048×1024, past the L2, 755 against 824 µs, and 4096×1024 1.5 against
+        // 2.0 ms. At 2 threads the example ran alike either way (14.5-15.1 µs). A value
+        // large enough to be stored with non-temporal stores (`crate::emit::streams_stores`)
+        // would be reread from memory: recomputed too.
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
-        let cheap_math = self.options.expands_math() && bytes > self.options.caches.l2;
+        let caches = &self.options.caches;
+        let streamed = caches.llc > 0 && bytes.saturating_mul(2) >= caches.llc;
+        let cheap_math = self.options.expands_math() && (bytes > caches.l2 || streamed);
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?
             && (output || !self.exprs.is_recomputable(e, cheap_math)?);

@@ -38,30 +38,27 @@ fn kernels_and_exps(kernels: &[Kernel]) -> (usize, usize) {
 }
 
 #[test]
-fn softmax_recomputes_its_exp_only_where_expanded_and_larger_than_the_l2() {
+fn softmax_recomputes_its_exp_only_where_expanded_and_not_kept_in_the_l2() {
     let expanded = Options {
         fma: true,
         ..Options::default()
     };
-    // 16×40 f32 is 2560 bytes. Above an L2 that small, the exp is computed by both of its
-    // consumers: max, sum of exp, exp / sum.
-    let tiny_l2 = expanded.clone().with_caches(Blocking {
-        l1d: 0,
-        l2: 2048,
-        llc: 0,
-    });
-    let (_, l) = planned_with(SOFTMAX, &tiny_l2);
-    assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
-    // At exactly the L2's size, it is stored once and reread: max, exp, sum, division.
-    let fits = expanded.clone().with_caches(Blocking {
-        l1d: 0,
-        l2: 2560,
-        llc: 0,
-    });
-    // Called out per element (exact mode, or no FMA to expand with): stored once, reread,
-    // whatever the size.
+    let caches = |l2, llc| Blocking { l1d: 0, l2, llc };
+    // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, the exp
+    // is computed by both of its consumers (max, sum of exp, exp / sum): above an L2 that
+    // small, or where the value is at least half the LLC, so it would be stored with
+    // non-temporal stores.
+    let tiny_l2 = expanded.clone().with_caches(caches(2048, 0));
+    let streamed = expanded.clone().with_caches(caches(4096, 5120));
+    for options in [&tiny_l2, &streamed] {
+        let (_, l) = planned_with(SOFTMAX, options);
+        assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
+    }
+    // Stored once and reread (max, exp, sum, division): at exactly the L2's size and just
+    // below half the LLC, with the default caches, and whatever the size when exp is called
+    // out per element (exact mode, or no FMA to expand with).
     for options in [
-        fits,
+        expanded.clone().with_caches(caches(2560, 5121)),
         expanded.clone(),
         tiny_l2.clone().with_reassociate(false),
         Options {
