@@ -57,7 +57,12 @@ pub struct Options {
     /// f32): still slower, also with blocks of half the L2 and the block outputs streamed.
     /// Layer norm ran 411-466 invocations a second against 673-941 without: planned for a
     /// block small enough to stay cached, the rows' centred values are materialised (4
-    /// kernels, not 3); the softmax, 454-521 against 430-587, within the noise.
+    /// kernels, not 3); the softmax, 454-521 against 430-587, within the noise. Again once a
+    /// shared `exp` no larger than the L2 was stored once (so a block's softmax computes one
+    /// `exp` per element, not two; 1 thread, min over three rounds, 4096×1024 f32): softmax
+    /// 1.81-2.05 ms against 1.43-1.52 ms without, layer norm 1.46-1.56 ms against 0.66-0.98
+    /// ms — a block's rows are neither fetched ahead nor streamed out as the chains'
+    /// (`plan/chain.rs`) are.
     pub row_blocks: bool,
     /// Whether the artifact's runs flush subnormal floats to zero (default `false`; see
     /// `accy_artifact::Artifact::flush_subnormals`). The generated code is the same; the
