@@ -23,9 +23,10 @@
 //!   instructions and outputs) is materialized once, unless it is cheap to recompute: it reads
 //!   no memory and has at most four nodes, or it is a short chain of plain arithmetic over at
 //!   most two buffers, which costs less to recompute than to store and reread
-//!   (`Exprs::is_recomputable`; `exp`, `tanh` and `sigmoid` count as arithmetic when they
-//!   will be expanded into vector code and the value is larger than the L2 cache, so its
-//!   reread would come from further away); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//!   (`Exprs::is_recomputable`; `exp`, `tanh` and `sigmoid` count as arithmetic only when
+//!   they will be expanded into vector code that scales in one instruction, AVX-512's, and
+//!   the value is larger than the L2 cache, so its reread would come from further away); so
+//!   is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -410,18 +411,26 @@ impl<'p> Planner<'p> {
         let uses = self.uses.get(v.index()).copied().unwrap_or(0);
         // An output is stored anyway, so its other consumers read it rather than recompute it.
         let output = program.outputs.iter().any(|o| o.value == v);
-        // An expansion of `exp` costs about 10 vector FMAs: more than a store and a reread
-        // from the L2. Measured on a host with 1 MiB of L2 per core (`accy bench`, 1 thread,
-        // min of three rounds, f32 softmax): 64×1000 (`examples/softmax.accy`) 23.0-23.6 µs
-        // with its `exp` in both consumers, 18.4-18.7 µs stored once; 256×1024 95 against
-        // 82 µs; but 2048×1024, past the L2, 755 against 824 µs, and 4096×1024 1.5 against
-        // 2.0 ms. At 2 threads the example ran alike either way (14.5-15.1 µs). A value
-        // large enough to be stored with non-temporal stores (`crate::emit::streams_stores`)
-        // would be reread from memory: recomputed too.
+        // Whether recomputing an expanded `exp`, `tanh` or `sigmoid` in each consumer costs
+        // less than storing it once and rereading it. Measured on a host with 1 MiB of L2 per
+        // core (`accy bench`, 1 thread, min of two or three rounds, f32 row softmax, whose
+        // `exp(x - max)` feeds the sum and the division). With AVX-512's one-instruction
+        // scaling (`Options::scale_b`) an expansion is about 10 vector FMAs per 16 lanes:
+        // more than a round trip through the L2 — 64×1000 (`examples/softmax.accy`)
+        // 23.0-23.6 µs recomputed, 18.4-18.7 µs stored once; 256×1024 95 against 82 µs —
+        // less than one through the L3 or memory — 2048×1024 755 against 824 µs, 4096×1024
+        // 1.5 against 2.0 ms; at 2 threads 0.79-0.87 against 1.22-1.33 ms. A value large
+        // enough to be stored with non-temporal stores (`crate::emit::streams_stores`) would
+        // be reread from memory: recomputed too. Without it (AVX2's 8 lanes with the
+        // exponent-field arithmetic, the same code forced on that host) storing once won at
+        // every size: 64×1000 50.0-52.7 against 33.8-34.8 µs, 1024×1024 839-888 against
+        // 573-630 µs, 4096×1024 3.50-3.75 against 2.84-3.07 ms, 16384×1024 15.6-16.1 against
+        // 14.2-14.5 ms, and at 2 threads alike or better; NEON's 4 lanes (unmeasured) follow.
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
         let caches = &self.options.caches;
         let streamed = caches.llc > 0 && bytes.saturating_mul(2) >= caches.llc;
-        let cheap_math = self.options.expands_math() && (bytes > caches.l2 || streamed);
+        let cheap_math =
+            self.options.expands_math() && self.options.scale_b && (bytes > caches.l2 || streamed);
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?
             && (output || !self.exprs.is_recomputable(e, cheap_math)?);

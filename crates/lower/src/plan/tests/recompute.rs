@@ -38,16 +38,17 @@ fn kernels_and_exps(kernels: &[Kernel]) -> (usize, usize) {
 }
 
 #[test]
-fn softmax_recomputes_its_exp_only_where_expanded_and_not_kept_in_the_l2() {
+fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_in_the_l2() {
     let expanded = Options {
         fma: true,
+        scale_b: true,
         ..Options::default()
     };
     let caches = |l2, llc| Blocking { l1d: 0, l2, llc };
-    // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, the exp
-    // is computed by both of its consumers (max, sum of exp, exp / sum): above an L2 that
-    // small, or where the value is at least half the LLC, so it would be stored with
-    // non-temporal stores.
+    // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, an exp
+    // expanded with one-instruction scaling is computed by both of its consumers (max, sum
+    // of exp, exp / sum): above an L2 that small, or where the value is at least half the
+    // LLC, so it would be stored with non-temporal stores.
     let tiny_l2 = expanded.clone().with_caches(caches(2048, 0));
     let streamed = expanded.clone().with_caches(caches(4096, 5120));
     for options in [&tiny_l2, &streamed] {
@@ -55,11 +56,16 @@ fn softmax_recomputes_its_exp_only_where_expanded_and_not_kept_in_the_l2() {
         assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
     }
     // Stored once and reread (max, exp, sum, division): at exactly the L2's size and just
-    // below half the LLC, with the default caches, and whatever the size when exp is called
-    // out per element (exact mode, or no FMA to expand with).
+    // below half the LLC, with the default caches; and whatever the size when the
+    // expansion scales with exponent-field arithmetic, or exp is called out per element
+    // (exact mode, or no FMA to expand with).
     for options in [
         expanded.clone().with_caches(caches(2560, 5121)),
         expanded.clone(),
+        Options {
+            scale_b: false,
+            ..tiny_l2.clone()
+        },
         tiny_l2.clone().with_reassociate(false),
         Options {
             fma: false,
