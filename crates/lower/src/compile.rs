@@ -43,7 +43,8 @@ pub struct Options {
     /// Whether the target scales by a power of two in one instruction (AVX-512's
     /// `vscalefps`); [`compile`] sets it from the target ([`Target::has_scale_b`]). The
     /// expansions of `exp` and its relatives then scale with [`crate::kernel::Node::ScaleB`]
-    /// instead of exponent-field arithmetic.
+    /// instead of exponent-field arithmetic, which makes them cheap enough for the planner to
+    /// recompute a shared one larger than the L2 rather than store it (`plan/mod.rs`).
     pub scale_b: bool,
     /// The blocks a transposing kernel is cut into; [`compile`] sets them from the target
     /// ([`Target::transpose_block`]).

@@ -1,7 +1,7 @@
 //! `compile` end to end with a stand-in backend: the artifact it assembles validates, and
 //! each failure surfaces as the right `CompileError`.
 
-use accy_artifact::{Arch, FeatureSet, KernelEntry, TargetSpec};
+use accy_artifact::{Arch, Blocking, FeatureSet, KernelEntry, TargetSpec};
 use accy_ir::text;
 use accy_lower::kernel::Kernel;
 use accy_lower::{compile, CompileError, EmitError, EmittedCode, Options, Target};
@@ -83,6 +83,32 @@ fn compiles_to_a_valid_artifact() {
     // max, exp (shared by the sum and the division), sum, division.
     assert_eq!(artifact.kernels.len(), 4);
     assert_eq!(artifact.launch.commands.len(), 4);
+}
+
+/// The planner's recompute rule follows the target compiled for (`Options::scale_b`, which
+/// `compile` sets from the target): with an L2 too small to keep the softmax's `exp`, AVX-512
+/// recomputes it in both consumers (3 kernels), AVX2 and NEON store it once (4).
+#[test]
+fn a_shared_exp_is_recomputed_only_for_targets_that_scale_in_one_instruction() {
+    let program = text::parse(SOFTMAX).unwrap();
+    let options = Options::default().with_caches(Blocking {
+        l1d: 0,
+        l2: 16,
+        llc: 0,
+    });
+    let built = accy_lower::target::names();
+    for (name, kernels) in [("x64-avx512", 3), ("x64-avx2", 4), ("aarch64-neon", 4)] {
+        if !built.contains(&name) {
+            #[allow(clippy::print_stderr, reason = "tell the log the target was skipped")]
+            {
+                eprintln!("skipped {name}: its backend is not built in");
+            }
+            continue;
+        }
+        let target = accy_lower::lookup_name(name, None).unwrap();
+        let artifact = compile(&program, target.as_ref(), &options).unwrap();
+        assert_eq!(artifact.kernels.len(), kernels, "{name}");
+    }
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! reads are still in the L2 cache when the next pass reads them.
 //!
 //! A row softmax is three kernels over its input — a max, a sum of exponentials, the
-//! normalising pass — and a layer norm three as well. Run one after the other over a tensor
-//! larger than the cache, each reads it from memory again. But each kernel's workgroup `g`
+//! normalising pass (four where its `exp` is stored once, `plan/mod.rs`: a max, the `exp`,
+//! its sum, the division) — and a layer norm three as well. Run one after the other over a
+//! tensor larger than the cache, each reads it from memory again. But each kernel's workgroup `g`
 //! handles the same rows `[⌊g·E/G⌋, ⌊(g+1)·E/G⌋)` of its outermost dim when the kernels have
 //! the same outermost extent `E` and workgroup count `G` (the emitters' split), so running
 //! the three calls of workgroup `g` back to back touches one block of rows three times while
@@ -48,7 +49,9 @@
 //!
 //! Not handled: a link whose output is at least half the last-level cache stores it with
 //! non-temporal stores (`crate::streams_stores`), so a later link reading it finds it in
-//! memory, not in the cache (as it did before chaining).
+//! memory, not in the cache (as it did before chaining). That is the stored `exp` of a
+//! softmax that large on targets without AVX-512 (measured faster than computing it twice
+//! all the same).
 
 use accy_artifact::{Blocking, Command, Region};
 

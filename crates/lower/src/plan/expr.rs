@@ -159,9 +159,10 @@ impl Exprs {
     /// chain then reads its inputs once more instead of writing and rereading a temporary the
     /// size of its space (layer norm's `x - mean`, shared by the variance and the result).
     /// With `cheap_math`, `exp`, `tanh` and `sigmoid` count as arithmetic too: the caller says
-    /// so when they are expanded into vectorised node sequences (`crate::math`) cheap enough,
-    /// and the value is too large for a store and a reread to stay in the L2 cache (see
-    /// `Planner::instruction`). Called out per element (exact mode), they never do.
+    /// so when they are expanded into vectorised node sequences (`crate::math`) that scale by
+    /// a power of two in one instruction (`Options::scale_b`, AVX-512) and the value is too
+    /// large for a store and a reread to stay in the L2 cache (see `Planner::instruction`).
+    /// Called out per element (exact mode, or a target without FMA), they never do.
     pub(crate) fn is_recomputable(
         &self,
         root: ExprId,

@@ -25,8 +25,8 @@
 //!   most two buffers, which costs less to recompute than to store and reread
 //!   (`Exprs::is_recomputable`; `exp`, `tanh` and `sigmoid` count as arithmetic only when
 //!   they will be expanded into vector code that scales in one instruction, AVX-512's, and
-//!   the value is larger than the L2 cache, so its reread would come from further away); so
-//!   is one grown past [`MAX_FUSED_NODES`] nodes;
+//!   the value is larger than the L2 cache or at least half the last-level cache, so its
+//!   reread would come from further away); so is one grown past [`MAX_FUSED_NODES`] nodes;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -413,19 +413,22 @@ impl<'p> Planner<'p> {
         let output = program.outputs.iter().any(|o| o.value == v);
         // Whether recomputing an expanded `exp`, `tanh` or `sigmoid` in each consumer costs
         // less than storing it once and rereading it. Measured on a host with 1 MiB of L2 per
-        // core (`accy bench`, 1 thread, min of two or three rounds, f32 row softmax, whose
-        // `exp(x - max)` feeds the sum and the division). With AVX-512's one-instruction
-        // scaling (`Options::scale_b`) an expansion is about 10 vector FMAs per 16 lanes:
-        // more than a round trip through the L2 — 64×1000 (`examples/softmax.accy`)
-        // 23.0-23.6 µs recomputed, 18.4-18.7 µs stored once; 256×1024 95 against 82 µs —
-        // less than one through the L3 or memory — 2048×1024 755 against 824 µs, 4096×1024
-        // 1.5 against 2.0 ms; at 2 threads 0.79-0.87 against 1.22-1.33 ms. A value large
-        // enough to be stored with non-temporal stores (`crate::emit::streams_stores`) would
-        // be reread from memory: recomputed too. Without it (AVX2's 8 lanes with the
-        // exponent-field arithmetic, the same code forced on that host) storing once won at
-        // every size: 64×1000 50.0-52.7 against 33.8-34.8 µs, 1024×1024 839-888 against
-        // 573-630 µs, 4096×1024 3.50-3.75 against 2.84-3.07 ms, 16384×1024 15.6-16.1 against
-        // 14.2-14.5 ms, and at 2 threads alike or better; NEON's 4 lanes (unmeasured) follow.
+        // core and no SMT (`Options::caches.l2` is the share of one logical CPU; `accy
+        // bench`, 1 thread, min of two or three rounds, f32 row softmax, whose `exp(x - max)`
+        // feeds the sum and the division). With AVX-512's one-instruction scaling
+        // (`Options::scale_b`) an expansion is about 10 vector FMAs per 16 lanes: more than a
+        // round trip through the L2 — 64×1000 (`examples/softmax.accy`) 23.0-23.6 µs
+        // recomputed, 18.4-18.7 µs stored once; 256×1024 95 against 82 µs — less than one
+        // through the L3 or memory — 2048×1024 755 against 824 µs, 4096×1024 1.5 against 2.0
+        // ms; at 2 threads 0.79-0.87 against 1.22-1.33 ms. A value of at least half the LLC,
+        // the size from which stores may be streamed past the cache
+        // (`crate::emit::streams_stores`), would be reread from memory: recomputed too.
+        // Without it (AVX2's 8 lanes with the exponent-field arithmetic, the same code forced
+        // on that host) storing once won at every size: 64×1000 52.7 against 34.6-34.8 µs,
+        // 1024×1024 839-888 against 573-630 µs, 4096×1024 3.47-3.50 against 2.78-2.92 ms,
+        // 16384×1024 15.6-16.1 against 14.2-14.5 ms, and at 2 threads alike or better; NEON's
+        // 4 lanes follow. Unmeasured: NEON, f64 and `tanh`/`sigmoid` (whose expansions cost
+        // more than `exp`'s, so storing once pays at least as well).
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
         let caches = &self.options.caches;
         let streamed = caches.llc > 0 && bytes.saturating_mul(2) >= caches.llc;

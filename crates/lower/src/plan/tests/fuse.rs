@@ -3,6 +3,7 @@
 use super::planned_with;
 use crate::compile::Options;
 use crate::kernel::Kernel;
+use accy_artifact::Blocking;
 
 /// The product is reshaped, and the reshape has two readers: a dot that packs it and an
 /// `exp`. Fusing the packing into the product's epilogue would leave the `exp` reading a
@@ -10,10 +11,18 @@ use crate::kernel::Kernel;
 #[test]
 fn a_product_read_again_through_a_view_is_stored() {
     for exp_expanded in [false, true] {
+        // Expanded with one-instruction scaling and an L2 too small to keep it, a shared exp
+        // is recomputed by each consumer (`plan/mod.rs`); called out, it is stored.
         let options = Options {
             fma: exp_expanded,
+            scale_b: exp_expanded,
             ..Options::default()
-        };
+        }
+        .with_caches(Blocking {
+            l1d: 0,
+            l2: 64,
+            llc: 0,
+        });
         let (_, l) = planned_with(
             "program {
               %a = input \"a\" : f32[5,2,1,1]
@@ -39,10 +48,18 @@ fn a_product_read_again_through_a_view_is_stored() {
 #[test]
 fn a_shared_expression_over_a_product_is_no_epilogue() {
     for exp_expanded in [false, true] {
+        // Expanded with one-instruction scaling and an L2 too small to keep it, a shared exp
+        // is recomputed by each consumer (`plan/mod.rs`); called out, it is stored.
         let options = Options {
             fma: exp_expanded,
+            scale_b: exp_expanded,
             ..Options::default()
-        };
+        }
+        .with_caches(Blocking {
+            l1d: 0,
+            l2: 64,
+            llc: 0,
+        });
         planned_with(
             "program {
               %x = input \"x\" : f32[4,8]

@@ -48,7 +48,8 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
     // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, an exp
     // expanded with one-instruction scaling is computed by both of its consumers (max, sum
     // of exp, exp / sum): above an L2 that small, or where the value is at least half the
-    // LLC, so it would be stored with non-temporal stores.
+    // LLC, the size from which stores may be streamed past the cache (these rows are too
+    // short to be; the planner looks at the size alone).
     let tiny_l2 = expanded.clone().with_caches(caches(2048, 0));
     let streamed = expanded.clone().with_caches(caches(4096, 5120));
     for options in [&tiny_l2, &streamed] {
@@ -56,8 +57,8 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
         assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
     }
     // Stored once and reread (max, exp, sum, division): at exactly the L2's size and just
-    // below half the LLC, with the default caches; and whatever the size when the
-    // expansion scales with exponent-field arithmetic, or exp is called out per element
+    // below half the LLC, with the default caches; and, above the L2 or at half the LLC,
+    // when the expansion scales with exponent-field arithmetic or exp is called out per element
     // (exact mode, or no FMA to expand with).
     for options in [
         expanded.clone().with_caches(caches(2560, 5121)),
@@ -65,6 +66,10 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
         Options {
             scale_b: false,
             ..tiny_l2.clone()
+        },
+        Options {
+            scale_b: false,
+            ..streamed.clone()
         },
         tiny_l2.clone().with_reassociate(false),
         Options {
