@@ -10,8 +10,9 @@
 //! their own next one. A worker that is not scheduled only means another takes its tiles,
 //! still each range in order; an executor that runs all tiles on one thread (a pool busy with
 //! another caller's job runs ours inline) walks the ranges in turn, so the hints then fetch
-//! rows that are used later or not at all: wasted, never wrong. Any order is right for a chain (no workgroup touches bytes
-//! another one writes); this one only decides which rows are cached when.
+//! rows that are used later or not at all: wasted, never wrong. Any order is right for a
+//! chain (no workgroup touches bytes another one writes); this one only decides which rows
+//! are cached when.
 
 /// The workgroup that tile `tile` of a chain with `workgroups` workgroups runs when
 /// `workers` threads claim tiles: a bijection of `0..workgroups`, ranges of

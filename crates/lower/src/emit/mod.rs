@@ -112,9 +112,8 @@ pub fn streams_stores(k: &LoopKernel, caches: &accy_artifact::Blocking) -> bool 
     };
     let size = store.dtype.size_bytes();
     k.reduction.is_none()
-        && caches.llc > 0
         && (size == 4 || size == 8)
-        && store.elements.saturating_mul(size).saturating_mul(2) >= caches.llc
+        && streaming_size(store.elements.saturating_mul(size), caches)
         && k.store.map.strides.last() == Some(&1)
         && k.dims.last().is_some_and(|&n| n >= STREAM_MIN_RUN)
         && !k.nodes.iter().any(|n| match &n.node {
@@ -123,6 +122,13 @@ pub fn streams_stores(k: &LoopKernel, caches: &accy_artifact::Blocking) -> bool 
             }
             _ => false,
         })
+}
+
+/// Whether `bytes` of output are enough for [`streams_stores`] to stream them: at least half
+/// the last-level cache of `caches` (none when it is unknown). The planner asks it too, of a
+/// value it might store and reread (`plan/mod.rs`).
+pub(crate) fn streaming_size(bytes: u64, caches: &accy_artifact::Blocking) -> bool {
+    caches.llc > 0 && bytes.saturating_mul(2) >= caches.llc
 }
 
 /// Emits `kernels` one after another into one assembler with `emit_one` (which returns the

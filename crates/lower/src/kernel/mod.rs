@@ -300,12 +300,13 @@ pub struct LoopKernel {
 }
 
 /// A cache hint of a [`LoopKernel`]: wherever the vector loop loads a whole vector of
-/// `binding` contiguously along the innermost dim, it also hints the cache to fetch the element
-/// `ahead` elements further on (masked tails, scalar code, gathers and tiles carry none). The dispatch chains (`plan/chain.rs`) set it on a chain's last link,
-/// so that while one workgroup's rows are computed the next workgroup's rows arrive: that
-/// overlaps the first link's reads from memory with the last link's arithmetic. A hint is
-/// not an access: a prefetch instruction neither faults nor changes memory, wherever it
-/// points, so validation only checks that the kernel loads `binding`.
+/// `binding` contiguously along the innermost dim, it also hints the cache to fetch the
+/// element `ahead` elements further on (masked tails, scalar code, gathers and tiles carry
+/// none). The dispatch chains (`plan/chain.rs`) set it on a chain's last link, so that while
+/// one workgroup's rows are computed the next workgroup's rows arrive: that overlaps the
+/// first link's reads from memory with the last link's arithmetic. A hint is not an access:
+/// a prefetch instruction neither faults nor changes memory, wherever it points, so
+/// validation only checks that the kernel loads `binding`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prefetch {
     /// The binding whose loads carry the hint.

@@ -422,7 +422,7 @@ impl<'p> Planner<'p> {
         // through the L3 or memory — 2048×1024 755 against 824 µs, 4096×1024 1.5 against 2.0
         // ms; at 2 threads 0.79-0.87 against 1.22-1.33 ms. A value of at least half the LLC,
         // the size from which stores may be streamed past the cache
-        // (`crate::emit::streams_stores`), would be reread from memory: recomputed too.
+        // (`crate::emit::streaming_size`), would be reread from memory: recomputed too.
         // Without it (AVX2's 8 lanes with the exponent-field arithmetic, the same code forced
         // on that host) storing once won at every size: 64×1000 52.7 against 34.6-34.8 µs,
         // 1024×1024 839-888 against 573-630 µs, 4096×1024 3.47-3.50 against 2.78-2.92 ms,
@@ -431,9 +431,8 @@ impl<'p> Planner<'p> {
         // more than `exp`'s, so storing once pays at least as well).
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
         let caches = &self.options.caches;
-        let streamed = caches.llc > 0 && bytes.saturating_mul(2) >= caches.llc;
-        let cheap_math =
-            self.options.expands_math() && self.options.scale_b && (bytes > caches.l2 || streamed);
+        let far = bytes > caches.l2 || crate::emit::streaming_size(bytes, caches);
+        let cheap_math = self.options.expands_math() && self.options.scale_b && far;
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?
             && (output || !self.exprs.is_recomputable(e, cheap_math)?);
