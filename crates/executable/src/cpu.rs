@@ -14,7 +14,7 @@ mod cache;
 mod features;
 
 pub use accy_artifact::Arch;
-pub use cache::{CacheInfo, CacheLevel, CacheSource};
+pub use cache::{CacheInfo, CacheLevel, CacheSource, LLC_PER_SHARER_MAX};
 pub use features::{
     detect_host_features, feature_tier, mask_to_tier, CpuFeature, FeatureSet, Tier,
 };

@@ -96,7 +96,7 @@ pub use code_memory::{
 };
 pub use cpu::{
     detect_host_features, feature_tier, mask_to_tier, Arch, CacheInfo, CpuError, CpuFeature,
-    CpuInfo, FeatureSet, Tier,
+    CpuInfo, FeatureSet, Tier, LLC_PER_SHARER_MAX,
 };
 pub use fpenv::FpEnvGuard;
 #[cfg(any(test, feature = "testing"))]

@@ -73,14 +73,17 @@ impl CacheInfo {
     /// The cache sizes to block kernels for on this host, as the compiler takes them
     /// (`accy_lower::Options::caches`): the L1d's and L2's share per logical CPU, so that
     /// blocking never counts on cache another busy core is using; the last-level cache whole
-    /// (what decides whether an output can stay cached at all), 0 when no source reported the
-    /// caches (the compiler then assumes its default).
+    /// (what decides whether an output can stay cached at all), but at most
+    /// [`LLC_PER_SHARER_MAX`] for each logical CPU said to share it; 0 when no source
+    /// reported the caches (the compiler then assumes its default).
     pub fn blocking(&self) -> accy_artifact::Blocking {
         accy_artifact::Blocking {
             l1d: self.l1d.per_logical_cpu(),
             l2: self.l2.per_logical_cpu(),
             llc: match (self.l3, self.source) {
-                (Some(l3), _) => l3.size_bytes,
+                (Some(l3), _) => l3
+                    .size_bytes
+                    .min(u64::from(l3.shared_by.max(1)).saturating_mul(LLC_PER_SHARER_MAX)),
                 (None, CacheSource::Defaults) => 0,
                 // Detected, without an L3: the L2 is the last level.
                 (None, _) => self.l2.size_bytes,
@@ -95,6 +98,17 @@ impl CacheInfo {
             .unwrap_or(CacheInfo::DEFAULTS)
     }
 }
+
+/// The most last-level cache [`CacheInfo::blocking`] counts on per logical CPU that shares
+/// it. No processor gives a core more than about 12 MiB of L3 (AMD's stacked-cache parts:
+/// 96 MiB for 8 cores), so a larger share means a virtual machine that reports the host
+/// socket's whole L3 but only its own CPUs as sharing it, while the hypervisor's other
+/// cores, which it hides, use the rest. One such guest (2 vCPUs of a server whose 480 MiB L3
+/// it reports as shared by those 2) treated its LLC as 480 MiB: it neither chained the
+/// passes of a 64 MiB layer norm nor streamed any output: a 64 MiB copy took 6.0-6.5 ms and
+/// a 16384×1024 layer norm 13.8-15.2 ms; counted as 32 MiB, 4.8-4.9 and 6.7-6.8 ms (`cargo
+/// xtask bench memory`, 1 thread, two rounds each).
+pub const LLC_PER_SHARER_MAX: u64 = 16 << 20;
 
 /// One cache description, whichever source it came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +324,15 @@ mod tests {
         // The L1d and L2 are blocked for per logical CPU, the last level is taken whole.
         let b = info.blocking();
         assert_eq!((b.l1d, b.l2, b.llc), (24 << 10, 1 << 20, 30 << 20));
+        // A guest that reports a server's whole L3 as shared by its own two CPUs.
+        let guest = CacheInfo {
+            l3: Some(CacheLevel {
+                size_bytes: 480 << 20,
+                shared_by: 2,
+            }),
+            ..info
+        };
+        assert_eq!(guest.blocking().llc, 2 * LLC_PER_SHARER_MAX);
         let no_l3 = CacheInfo { l3: None, ..info };
         assert_eq!(no_l3.blocking().llc, 2 << 20, "the L2 is the last level");
         // Unknown caches leave the last level to the compiler's default.
