@@ -157,7 +157,7 @@ def tanh_fit(dtype, deg, t):
 @fit("tanh")
 def _():
     for d in (4, 5):
-        tanh_fit("f32", d, "0.55")
+        tanh_fit("f32", d, "0.65")
     for d in (10, 11, 12):
         tanh_fit("f64", d, "0.55")
 
