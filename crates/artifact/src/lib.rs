@@ -75,12 +75,14 @@ pub struct KernelEntry {
 /// means "not recorded".
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Blocking {
-    /// Bytes of level-1 data cache per core.
+    /// Bytes of level-1 data cache per logical CPU.
     pub l1d: u64,
-    /// Bytes of level-2 cache per core.
+    /// Bytes of level-2 cache per logical CPU.
     pub l2: u64,
-    /// Bytes of the last-level cache, whole (however many cores share it): outputs at least
-    /// this large are written with non-temporal stores.
+    /// Bytes of the last-level cache, taken whole rather than per sharer (the executable's
+    /// `CacheInfo::blocking` bounds it per sharer, against guests that report a whole
+    /// socket's cache): an output of at least half this size is written with non-temporal
+    /// stores, and passes sharing a region that large are chained.
     pub llc: u64,
 }
 

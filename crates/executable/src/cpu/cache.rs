@@ -99,15 +99,17 @@ impl CacheInfo {
     }
 }
 
-/// The most last-level cache [`CacheInfo::blocking`] counts on per logical CPU that shares
-/// it. No processor gives a core more than about 12 MiB of L3 (AMD's stacked-cache parts:
-/// 96 MiB for 8 cores), so a larger share means a virtual machine that reports the host
-/// socket's whole L3 but only its own CPUs as sharing it, while the hypervisor's other
-/// cores, which it hides, use the rest. One such guest (2 vCPUs of a server whose 480 MiB L3
-/// it reports as shared by those 2) treated its LLC as 480 MiB: it neither chained the
-/// passes of a 64 MiB layer norm nor streamed any output: a 64 MiB copy took 6.0-6.5 ms and
-/// a 16384×1024 layer norm 13.8-15.2 ms; counted as 32 MiB, 4.8-4.9 and 6.7-6.8 ms (`cargo
-/// xtask bench memory`, 1 thread, two rounds each).
+/// The most L3 cache [`CacheInfo::blocking`] counts on per logical CPU that shares it. Few
+/// processors give a logical CPU more than 16 MiB of L3 (AMD's stacked-cache parts give
+/// 12 MiB per core; a few EPYCs with 2 cores per chiplet give 24-48 MiB, which this caps,
+/// so that only outputs from 16 MiB per CPU on are streamed and chained), so a larger share
+/// means a virtual machine that reports the host socket's whole L3 but only its own CPUs as
+/// sharing it, while the hypervisor's other cores, which it hides, use the rest. One such
+/// guest (2 vCPUs of a server whose 480 MiB L3 it reports as shared by those 2) treated its
+/// LLC as 480 MiB: it neither chained the passes of a 64 MiB layer norm nor streamed any
+/// output: a 64 MiB copy took 6.0-6.5 ms and a 16384×1024 layer norm 13.8-15.2 ms; counted
+/// as 32 MiB, 4.8-4.9 and 6.7-6.8 ms (`cargo xtask bench memory`, 1 thread, two rounds
+/// each). A host without an L3 takes its L2 as the last level, uncapped.
 pub const LLC_PER_SHARER_MAX: u64 = 16 << 20;
 
 /// One cache description, whichever source it came from.

@@ -186,36 +186,29 @@ pub(super) fn scale(b: &mut Builder<'_>, m: V, t: V, n: V, low: bool) -> V {
     b.mul(scaled, factor)
 }
 
-/// `e^(2a)` for `0 ≤ a ≤ 20`, or NaN (which gives NaN or a number, never a trap): `tanh`'s
-/// exponential, in three operations fewer than [`exp_reaching`] of `2a` without guards.
+/// `e^(2a)` in f32 for `0 ≤ a ≤ 9.1`, or NaN (which gives NaN or a number, never a trap):
+/// `tanh`'s exponential, in three operations fewer than [`exp_reaching`] of `2a` without
+/// guards (counting the addition that made `2a`).
 /// - The doubling is folded into the reduction: `a · 2 log2 e` is the product of `2a` and
 ///   `log2 e` exactly, so `n` is the same, and `s = a - n · ln2_hi / 2` is that reduction's
 ///   `r` halved, also exact (the halved constant is a float).
-/// - For f32, `ln 2`'s low part is left out: it moves `s` by `n · ln2_lo / 2`, a relative
-///   error of `e^(2a)` of at most `n · 1e-9`, which tanh's quotient `2 / (e^(2a) + 1)`
-///   passes on damped by about `2^-n` (see `hyperbolic.rs`). f64 keeps it: without it,
-///   tanh's maximum error in f64 rose from 1 to 2 ULP.
-/// - The polynomial is taken in `s` (the coefficients of [`P32`] / [`P64`] times powers of
-///   two, exact) and evaluated whole by Horner's rule, `1 + s · (2 + s · Q(s))`, so the last
+/// - `ln 2`'s low part is left out: `e^(2a)` is off by a relative `n · |ln2_lo|`, at most
+///   `n · 1.9e-9`, which tanh's quotient `2 / (e^(2a) + 1)` passes on damped by about
+///   `2^-n` (see `hyperbolic.rs`).
+/// - The polynomial is taken in `s` (the coefficients of [`P32`] times powers of two,
+///   exact) and evaluated whole by Horner's rule, `1 + s · (2 + s · Q(s))`, so the last
 ///   multiply-add rounds once and the rounding of `2 + s · Q(s)` reaches the result scaled
-///   by `|s| ≤ 0.18`.
+///   by `|s| ≤ 0.18`: about 0.2 ULP more than [`exp_reaching`]'s error. In f64 that was
+///   enough to take tanh to 2 ULP, so f64 tanh does not use this.
 pub(super) fn exp_of_double(b: &mut Builder<'_>, a: V) -> V {
-    let w = usize::from(b.fmt.wide());
-    let (two_log2e, magic) = (b.f(2.0 * LOG2E[w]), b.f(b.fmt.magic()));
+    debug_assert!(!b.fmt.wide(), "exp_of_double is f32's");
+    let (two_log2e, magic) = (b.f(2.0 * LOG2E[0]), b.f(b.fmt.magic()));
     let t = b.fma(a, two_log2e, magic);
     let n = b.sub(t, magic);
-    let ln2_hi = if b.fmt.wide() { LN2_64[0] } else { LN2_32[0] };
-    let half_ln2 = b.f(-ln2_hi / 2.0);
+    let half_ln2 = b.f(-LN2_32[0] / 2.0);
     let s = b.fma(n, half_ln2, a);
-    let s = if b.fmt.wide() {
-        let half_lo = b.f(-LN2_64[1] / 2.0);
-        b.fma(n, half_lo, s)
-    } else {
-        s
-    };
     // e^(2s) = 1 + 2s + (2s)² P(2s) = 1 + s (2 + s Q(s)), Q(s) = Σ c_k 2^(k+2) s^k.
-    let p: &[f64] = b.pick(&P32, &P64);
-    let q: Vec<f64> = p
+    let q: Vec<f64> = P32
         .iter()
         .enumerate()
         .map(|(k, c)| c * f64::from(1u32 << (k + 2)))
