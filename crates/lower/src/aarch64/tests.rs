@@ -200,3 +200,52 @@ fn expanded_math_is_vectorized() {
         assert!(plan.is_some(), "{} stays scalar", k.name);
     }
 }
+
+/// A loop kernel's prefetch hint (`crate::kernel::Prefetch`): each whole-vector load of the
+/// hinted binding is followed by `prfm pldl1keep, [x1, x16]` with x16 the hinted distance in
+/// bytes; other bindings' loads, and kernels without a hint, get none. (That a hint changes
+/// no result is the emulated conformance suite's: the chains it runs carry hints.)
+#[test]
+fn hinted_loads_prefetch_ahead() {
+    // `prfm pldl1keep, [x1, x16]`, as dynasm encodes it: 0xf8b0_6820.
+    let prfm = words(|o| dynasmrt::dynasm!(o; .arch aarch64; prfm 0, [x1, x16]));
+    assert_eq!(prfm, [0xf8b0_6820]);
+    for (dtype, lane) in [(DType::F32, 4), (DType::F64, 8)] {
+        let mut k = base();
+        k.dims[0] = 64;
+        for b in &mut k.bindings {
+            b.dtype = dtype;
+            b.elements = 64;
+        }
+        k.nodes[0].dtype = dtype;
+        let count = |code: &[u8]| {
+            code.chunks(4)
+                .filter(|w| u32::from_le_bytes((*w).try_into().unwrap()) == prfm[0])
+                .count()
+        };
+        assert_eq!(count(&emit(&k).unwrap()), 0, "{dtype}: no hint, no prfm");
+        k.prefetch = Some(crate::kernel::Prefetch {
+            binding: 0,
+            ahead: 1000,
+        });
+        k.validate().unwrap();
+        let code = emit(&k).unwrap();
+        assert!(
+            count(&code) >= 1,
+            "{dtype}: the vector load carries the hint"
+        );
+        // Each prfm comes right after x16 is set to the distance in bytes.
+        let distance = words(|o| mov_imm(o, 16, 1000 * lane));
+        let all: Vec<u32> = code
+            .chunks(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        for (i, _) in all.iter().enumerate().filter(|(_, &w)| w == prfm[0]) {
+            assert_eq!(
+                all[i - distance.len()..i],
+                distance[..],
+                "{dtype} at word {i}"
+            );
+        }
+    }
+}

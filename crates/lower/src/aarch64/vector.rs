@@ -387,6 +387,7 @@ impl Emitter<'_> {
                 let b = binding * DispatchState::BINDING_STRIDE;
                 ldr_slot(self.ops, Slot::X, gpr::X0, map);
                 a64!(self.ops; ldr x1, [x20, #b] ; add x1, x1, x0, lsl #shift ; ldr Q(r), [x1]);
+                self.emit_load_prefetch(binding, plan.wide);
             } else {
                 self.emit_vnode(plan, i, r)?;
             }

@@ -14,13 +14,33 @@ use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
 )]
 use dynasmrt::{DynasmApi, DynasmLabelApi};
 
-use super::asm::a64;
+use super::asm::{a64, gpr, mov_imm};
 use super::kernel::Emitter;
 use super::vector::{VectorPlan, SRC_SCRATCH};
 use crate::kernel::Node;
 use crate::target::EmitError;
 
+/// `prfm`'s operation for a load into the L1 cache, kept (`PLDL1KEEP`).
+const PLDL1KEEP: u32 = 0;
+
 impl Emitter<'_> {
+    /// After a whole-vector load of `binding` from `[x1]`: the kernel's prefetch hint for
+    /// that binding, if it has one, as `prfm pldl1keep` at `x1` plus the hinted distance in
+    /// bytes (in x16: the register form takes any distance, where an immediate offset stops
+    /// at 32 KiB). The next workgroup's first pass reads the lines soon, as on x86-64
+    /// (`prefetcht0`). Clobbers x16.
+    pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
+        let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
+            return;
+        };
+        let lane: i64 = if wide { 8 } else { 4 };
+        let Some(ahead) = p.ahead.checked_mul(lane) else {
+            return;
+        };
+        mov_imm(self.ops, gpr::X16, ahead);
+        a64!(self.ops; prfm PLDL1KEEP, [x1, x16]);
+    }
+
     /// Emits varying node `i` (not a load) for one vector of points into register `r`.
     pub(crate) fn emit_vnode(
         &mut self,
