@@ -107,7 +107,7 @@ impl fmt::Display for LoopKernel {
         if let Some(p) = self.prefetch {
             writeln!(
                 f,
-                "  prefetch b{} {} elements ahead of each vector load (the next workgroup's rows)",
+                "  prefetch b{} {} elements ahead of each vector load",
                 p.binding, p.ahead
             )?;
         }

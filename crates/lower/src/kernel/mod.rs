@@ -304,7 +304,9 @@ pub struct LoopKernel {
 /// element `ahead` elements further on (masked tails, scalar code, gathers and tiles carry
 /// none). The dispatch chains (`plan/chain.rs`) set it on a chain's last link, so that while
 /// one workgroup's rows are computed the next workgroup's rows arrive: that overlaps the
-/// first link's reads from memory with the last link's arithmetic. A hint is not an access:
+/// first link's reads from memory with the last link's arithmetic. A kernel that streams a
+/// large input on its own gets one a little ahead of its loads (`plan/stream_hint.rs`),
+/// where the hardware prefetchers fall behind. A hint is not an access:
 /// a prefetch instruction neither faults nor changes memory, wherever it points, so
 /// validation only checks that the kernel loads `binding`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,6 +59,7 @@ mod fuse;
 mod ops;
 mod outputs;
 mod rows;
+mod stream_hint;
 mod tiles;
 mod views;
 
@@ -572,6 +573,7 @@ impl<'p> Planner<'p> {
         if options.fuse && !options.row_blocks {
             chain::link(&mut lowered.commands, &mut lowered.kernels, &options.caches);
         }
+        stream_hint::hint(&lowered.commands, &mut lowered.kernels, &options.caches);
         Ok(lowered)
     }
 }

@@ -20,6 +20,7 @@ mod dots;
 mod fuse;
 mod recompute;
 mod rows;
+mod stream_hint;
 mod tiles;
 
 use super::{plan, plan_with, LoweredProgram};
