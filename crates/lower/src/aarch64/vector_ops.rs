@@ -27,8 +27,8 @@ impl Emitter<'_> {
     /// After a whole-vector load of `binding` from `[x1]`: the kernel's prefetch hint for
     /// that binding, if it has one, as `prfm pldl1keep` at `x1` plus the hinted distance in
     /// bytes (in x16: the register form takes any distance, where an immediate offset stops
-    /// at 32 KiB). The next workgroup's first pass reads the lines soon, as on x86-64
-    /// (`prefetcht0`). Clobbers x16.
+    /// at 32 KiB). The lines are read soon, by the next workgroup's first pass or by this
+    /// loop a little later, as on x86-64 (`prefetcht0`). Clobbers x16.
     pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
         let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
             return;

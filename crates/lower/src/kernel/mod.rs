@@ -294,8 +294,9 @@ pub struct LoopKernel {
     pub reduction: Option<ReduceOp>,
     /// Where the result goes.
     pub store: Store,
-    /// A hint for the vector loop to fetch data a later workgroup will read, or `None`. No
-    /// effect on any result: interpreters ignore it, and so may an emitter.
+    /// A hint for the vector loop to fetch data that it, or the next workgroup, will read
+    /// soon, or `None`. No effect on any result: interpreters ignore it, and so may an
+    /// emitter.
     pub prefetch: Option<Prefetch>,
 }
 

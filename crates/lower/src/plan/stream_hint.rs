@@ -2,13 +2,15 @@
 //! chain, whose last link gets its hint from `chain.rs`): the largest binding the kernel loads
 //! whole vectors of along its innermost dim, when it is larger than the L2 cache, gets a
 //! [`Prefetch`] [`STREAM_AHEAD_BYTES`] ahead. The hardware prefetchers alone fall behind on
-//! such a stream once the kernel does arithmetic per element: on an Intel AVX-512 guest (2
-//! MiB L2; `cargo xtask bench memory`, 1 thread, two alternating rounds) the chain
-//! `tanh(x·0.5+0.25)·1.5` over 16M f32 took 18.7-20.2 ms without a hint, 6.9-7.1 ms with
-//! one 2 KiB ahead and 7.4-7.9 ms with one 8 KiB ahead (2 threads: 4.7-5.4, 3.3-3.4 and
-//! 3.4-3.6 ms), while the copy of the same bytes, which does no arithmetic, ran alike with
-//! and without (4.8-5.0 ms). An earlier session found no gain from such hints on an AMD EPYC,
-//! whose prefetchers kept up. A hint changes no result.
+//! such a stream once the kernel does arithmetic per element. On an Intel AVX-512 guest (2
+//! MiB L2; `cargo xtask bench memory`, two alternating rounds), the chain
+//! `tanh(x·0.5+0.25)·1.5` over 16M f32, first with every vector load hinted: 18.7-20.2 ms
+//! without a hint, 6.9-7.1 ms with one 2 KiB ahead, 7.4-7.9 ms with one 8 KiB ahead at 1
+//! thread (2 threads: 4.7-5.4, 3.3-3.4 and 3.4-3.6 ms); then as built here, in another
+//! hour: 19.2-20.3 against 9.75-9.8 ms (2 threads 9.75-9.9 against 3.9-4.3 ms). The copy of
+//! the same bytes, which does no arithmetic, ran alike with and without (4.8-5.0 ms). An
+//! earlier session found no gain from such hints on an AMD EPYC, whose prefetchers kept up;
+//! AArch64 follows the hint too, unmeasured. A hint changes no result.
 
 use accy_artifact::{Access, Blocking, Command};
 

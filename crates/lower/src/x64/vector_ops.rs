@@ -87,7 +87,8 @@ impl Emitter<'_> {
 
     /// After a whole-vector load of `binding` from `[rcx + rax * lane size]`: the kernel's
     /// prefetch hint for that binding, if it has one whose distance fits a displacement
-    /// (`prefetcht0`: the next workgroup's first pass reads the lines soon).
+    /// (`prefetcht0`: the lines are read soon, by the next workgroup's first pass or by this
+    /// loop a little later).
     pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
         let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
             return;

@@ -54,6 +54,9 @@ fn the_largest_streamed_input_past_the_l2_is_fetched_ahead() {
             Some(Prefetch { binding: 0, ahead }),
             "{dtype}: x (binding 0) is fetched {STREAM_AHEAD_BYTES} bytes ahead"
         );
+        // Both past the L2: still the larger, x.
+        let both = hints(&with_l2(x_bytes / 4 - 1), &source);
+        assert_eq!(both, [Some(Prefetch { binding: 0, ahead })], "{dtype}");
         // Exactly the L2's size stays cached: no hint.
         assert_eq!(hints(&with_l2(x_bytes), &source), [None], "{dtype}");
     }
