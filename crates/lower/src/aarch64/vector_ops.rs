@@ -30,11 +30,7 @@ impl Emitter<'_> {
     /// at 32 KiB). The lines are read soon, by the next workgroup's first pass or by this
     /// loop a little later, as on x86-64 (`prefetcht0`). Clobbers x16.
     pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
-        let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
-            return;
-        };
-        let lane: i64 = if wide { 8 } else { 4 };
-        let Some(ahead) = p.ahead.checked_mul(lane) else {
+        let Some(ahead) = self.k.prefetch_bytes(binding, if wide { 8 } else { 4 }) else {
             return;
         };
         mov_imm(self.ops, gpr::X16, ahead);

@@ -416,6 +416,14 @@ impl LoopKernel {
             .unwrap_or(&self.dims)
     }
 
+    /// How many bytes ahead of a whole-vector load of `binding` (elements of `elem_bytes`
+    /// bytes) this kernel's prefetch hint asks an emitter to fetch: `None` when the hint is
+    /// for another binding, there is none, or the distance overflows.
+    pub fn prefetch_bytes(&self, binding: u32, elem_bytes: i64) -> Option<i64> {
+        let p = self.prefetch.filter(|p| p.binding == binding)?;
+        p.ahead.checked_mul(elem_bytes)
+    }
+
     /// Which nodes the result depends on (the others are never evaluated).
     pub fn live_nodes(&self) -> Vec<bool> {
         let mut live = vec![false; self.nodes.len()];

@@ -208,11 +208,7 @@ pub(super) fn exp_of_double(b: &mut Builder<'_>, a: V) -> V {
     let half_ln2 = b.f(-LN2_32[0] / 2.0);
     let s = b.fma(n, half_ln2, a);
     // e^(2s) = 1 + 2s + (2s)² P(2s) = 1 + s (2 + s Q(s)), Q(s) = Σ c_k 2^(k+2) s^k.
-    let q: Vec<f64> = P32
-        .iter()
-        .enumerate()
-        .map(|(k, c)| c * f64::from(1u32 << (k + 2)))
-        .collect();
+    let q: [f64; P32.len()] = std::array::from_fn(|k| P32[k] * f64::from(1u32 << (k + 2)));
     let q = b.poly(s, &q);
     let two = b.f(2.0);
     let v = b.fma(q, s, two);

@@ -90,13 +90,10 @@ impl Emitter<'_> {
     /// (`prefetcht0`: the lines are read soon, by the next workgroup's first pass or by this
     /// loop a little later).
     pub(crate) fn emit_load_prefetch(&mut self, binding: u32, wide: bool) {
-        let Some(p) = self.k.prefetch.filter(|p| p.binding == binding) else {
-            return;
-        };
-        let lane: i64 = if wide { 8 } else { 4 };
-        let Some(ahead) = p
-            .ahead
-            .checked_mul(lane)
+        let lane = if wide { 8 } else { 4 };
+        let Some(ahead) = self
+            .k
+            .prefetch_bytes(binding, lane)
             .and_then(|a| i32::try_from(a).ok())
         else {
             return;
