@@ -80,6 +80,7 @@ impl Default for Options {
                 l1d: 32 << 10,
                 l2: 512 << 10,
                 llc: 8 << 20,
+                skip_scattered_prefetch: false,
             },
             micro_tiles: [(6, 16), (6, 8)],
             blocks_k: false,
@@ -117,7 +118,8 @@ impl Options {
         self
     }
 
-    /// These options with [`Options::caches`] set; zero sizes keep the defaults.
+    /// These options with [`Options::caches`] set; zero sizes keep the defaults, and
+    /// [`Blocking::skip_scattered_prefetch`] is taken as given.
     pub fn with_caches(mut self, caches: Blocking) -> Options {
         let defaults = Options::default().caches;
         self.caches = Blocking {
@@ -136,6 +138,7 @@ impl Options {
             } else {
                 caches.llc
             },
+            skip_scattered_prefetch: caches.skip_scattered_prefetch,
         };
         self
     }

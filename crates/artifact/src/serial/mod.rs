@@ -23,7 +23,7 @@
 //! | 40 | 8 | blocking: L2 bytes |
 //! | 48 | 8 | total file length in bytes |
 //! | 56 | 4 | CRC-32 (IEEE) of every byte of the file except these four |
-//! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]); the other bits zero |
+//! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]), bit 1 when the code leaves out scattered prefetches ([`crate::Blocking::skip_scattered_prefetch`]); the other bits zero |
 //! | 64 | 8 | blocking: last-level cache bytes |
 //!
 //! A section entry is `kind u32, reserved u32 (zero), offset u64, length u64`; the kinds are
@@ -101,6 +101,8 @@ pub(crate) const ENTRY_LEN: usize = 24;
 pub(crate) const CHECKSUM_AT: usize = 56;
 /// The header flag ([`CHECKSUM_AT`] + 4) of an artifact whose runs flush subnormals.
 pub(crate) const FLAG_FLUSH_SUBNORMALS: u32 = 1;
+/// The header flag of an artifact blocked with [`crate::Blocking::skip_scattered_prefetch`].
+pub(crate) const FLAG_SKIP_SCATTERED_PREFETCH: u32 = 2;
 
 /// The sections of an artifact file, with their fixed numbers (their `kind` in the table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

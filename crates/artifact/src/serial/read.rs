@@ -5,7 +5,9 @@ use accy_ir::{Dims, Type, MAX_RANK};
 
 use super::write::{access_code, checksum, command, role, DTYPE_CODES};
 use super::{arch_from_code, SectionKind, SerialError, CHECKSUM_AT, ENTRY_LEN, HEADER_LEN};
-use super::{FLAG_FLUSH_SUBNORMALS, FORMAT_VERSION, MAGIC, SECTION_ALIGN};
+use super::{
+    FLAG_FLUSH_SUBNORMALS, FLAG_SKIP_SCATTERED_PREFETCH, FORMAT_VERSION, MAGIC, SECTION_ALIGN,
+};
 use crate::{
     Access, Artifact, ArtifactPlan, Binding, Blocking, Command, DerivedSource, FeatureSet,
     KernelEntry, LaunchPlan, Region, Slot, SlotId, SlotRole, TargetSpec,
@@ -186,11 +188,11 @@ pub(super) fn read(bytes: &[u8]) -> Result<Artifact, SerialError> {
             reason: "these feature bits name no CPU feature this accy knows",
         })?;
     let flags = le_u32(bytes, CHECKSUM_AT + 4);
-    if flags & !FLAG_FLUSH_SUBNORMALS != 0 {
+    if flags & !(FLAG_FLUSH_SUBNORMALS | FLAG_SKIP_SCATTERED_PREFETCH) != 0 {
         return Err(SerialError::BadHeader {
             field: "flags",
             value: u64::from(flags),
-            reason: "only bit 0 (flush subnormals) is defined",
+            reason: "only bits 0 (flush subnormals) and 1 (no scattered prefetches) are defined",
         });
     }
     let [code, constants, kernels, plan, setup, launch] = sections(bytes)?;
@@ -201,6 +203,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Artifact, SerialError> {
             l1d: le_u64(bytes, 32),
             l2: le_u64(bytes, 40),
             llc: le_u64(bytes, 64),
+            skip_scattered_prefetch: flags & FLAG_SKIP_SCATTERED_PREFETCH != 0,
         },
         flush_subnormals: flags & FLAG_FLUSH_SUBNORMALS != 0,
         code: code.0.to_vec(),

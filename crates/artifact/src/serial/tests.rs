@@ -17,6 +17,7 @@ fn sample() -> Artifact {
         l1d: 48 << 10,
         l2: 2 << 20,
         llc: 32 << 20,
+        skip_scattered_prefetch: false,
     };
     a.code = vec![0x31, 0xc0, 0xc3, 0x90, 0x31, 0xc0, 0xc3];
     a.kernels = vec![
@@ -295,8 +296,8 @@ fn resealed_damage_is_caught_by_the_structural_checks() {
         u64::from_le_bytes(good[e + 8..e + 16].try_into().unwrap()) as usize
     };
 
-    // Unknown architecture, unknown feature bit, an undefined header flag (bit 1).
-    let cases: [(usize, &[u8]); 3] = [(16, &[9]), (24 + 3, &[0x80]), (60, &[2])];
+    // Unknown architecture, unknown feature bit, an undefined header flag (bit 2).
+    let cases: [(usize, &[u8]); 3] = [(16, &[9]), (24 + 3, &[0x80]), (60, &[4])];
     for (at, patch) in cases {
         let mut bad = good.clone();
         bad[at..at + patch.len()].copy_from_slice(patch);
@@ -451,4 +452,26 @@ fn the_flush_subnormals_flag_round_trips_in_header_bit_0() {
     assert!(back.flush_subnormals);
     assert_eq!(back, a);
     assert!(!Artifact::from_bytes(&plain).unwrap().flush_subnormals);
+}
+
+#[test]
+fn the_scattered_prefetch_flag_round_trips_in_header_bit_1() {
+    let mut a = sample();
+    let plain = a.to_bytes().unwrap();
+    a.blocking.skip_scattered_prefetch = true;
+    let bytes = a.to_bytes().unwrap();
+    assert_eq!(bytes[60..64], [2, 0, 0, 0]);
+    let back = Artifact::from_bytes(&bytes).unwrap();
+    assert!(back.blocking.skip_scattered_prefetch);
+    assert_eq!(back, a);
+    assert!(
+        !Artifact::from_bytes(&plain)
+            .unwrap()
+            .blocking
+            .skip_scattered_prefetch
+    );
+    assert_eq!(
+        a.blocking.to_string(),
+        "l1d 48 KiB, l2 2048 KiB, llc 32768 KiB, no scattered prefetches"
+    );
 }

@@ -4,7 +4,7 @@
 use accy_ir::{DType, Type};
 
 use super::{arch_code, SectionKind, SerialError, CHECKSUM_AT, ENTRY_LEN, HEADER_LEN, MAGIC};
-use super::{FLAG_FLUSH_SUBNORMALS, FORMAT_VERSION, SECTION_ALIGN};
+use super::{FLAG_FLUSH_SUBNORMALS, FLAG_SKIP_SCATTERED_PREFETCH, FORMAT_VERSION, SECTION_ALIGN};
 use crate::{
     Access, Artifact, ArtifactPlan, Binding, Command, DerivedSource, KernelEntry, LaunchPlan,
     Region, Slot, SlotRole,
@@ -123,11 +123,14 @@ pub(super) fn write(a: &Artifact) -> Result<Vec<u8>, SerialError> {
     out.u64(a.blocking.l2);
     out.u64(end as u64);
     out.u32(0); // checksum, filled in last
-    out.u32(if a.flush_subnormals {
-        FLAG_FLUSH_SUBNORMALS
-    } else {
-        0
-    });
+    let flag = |set: bool, bit: u32| if set { bit } else { 0 };
+    out.u32(
+        flag(a.flush_subnormals, FLAG_FLUSH_SUBNORMALS)
+            | flag(
+                a.blocking.skip_scattered_prefetch,
+                FLAG_SKIP_SCATTERED_PREFETCH,
+            ),
+    );
     out.u64(a.blocking.llc);
     debug_assert_eq!(out.buf.len(), HEADER_LEN);
     for (kind, offset, len) in &placed {

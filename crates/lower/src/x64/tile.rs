@@ -52,6 +52,12 @@ use crate::target::EmitError;
 /// measured 6.4-6.7 ms, 1 block 6.4-7.2 ms, 2 blocks 7.3-7.7 ms, none 7.6-7.7 ms; with
 /// buffers on a line, a quarter to a whole block 7.1-8.2 ms, none 7.8-9.1 ms (noisier).
 /// With zmm tiles (buffers on a line, min of 3): 1 block 6.4-8.8 ms, 2 blocks 7.5-9.4 ms.
+/// On an Intel Xeon guest (zmm tiles, blocks along the rows, 1 thread, three alternating
+/// rounds), every distance was slower than none: 6.7-7.1 GB/s at 1 block, 7.7-8.2 at half a
+/// block, 7.2-7.9 at a quarter, 6.7-8.0 prefetching only a quarter of the lines, against
+/// 9.1-9.7 GB/s with none (ymm tiles alike: 6.1-6.5 against 8.4); at 2 threads alike
+/// (19.1-20.5 against 19.8-21.5 GB/s). So the fills prefetch only where the caches do not
+/// say [`accy_artifact::Blocking::skip_scattered_prefetch`] (set for Intel processors).
 pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 1;
 
 /// How many blocks ahead a blocked transpose prefetches its destination lines: on a 4096²
@@ -224,11 +230,18 @@ impl Emitter<'_> {
             // follows, so ask for them now,
             // into the L2: a prefetch into the L1 (`prefetcht0`) holds one of its few fill
             // buffers for the whole trip to memory and measured 20-30% slower. A prefetch
-            // never faults, also past the binding's end.
+            // never faults, also past the binding's end. On CPUs that are slower with such
+            // prefetches (`Emitter::fill_prefetch`), only where the group's first row starts
+            // off a line, so that its pieces straddle two lines.
+            let aligned = self.ops.new_dynamic_label();
+            if !self.fill_prefetch {
+                x64!(self.ops; test cl, 63 ; jz =>aligned);
+            }
             for r in 0..shape.rows as i64 {
                 let at = row(r, shape.elem * ahead);
                 x64!(self.ops; prefetcht1 [rcx + at]);
             }
+            x64!(self.ops; =>aligned);
             match (shape.zmm, shape.elem == 8) {
                 (false, false) => self.emit_fill_group_32(row),
                 (false, true) => self.emit_fill_group_64(row),

@@ -44,7 +44,12 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
         scale_b: true,
         ..Options::default()
     };
-    let caches = |l2, llc| Blocking { l1d: 0, l2, llc };
+    let caches = |l2, llc| Blocking {
+        l1d: 0,
+        l2,
+        llc,
+        skip_scattered_prefetch: false,
+    };
     // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, an exp
     // expanded with one-instruction scaling is computed by both of its consumers (max, sum
     // of exp, exp / sum): above an L2 that small, or where the value is at least half the

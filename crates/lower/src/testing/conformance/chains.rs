@@ -51,6 +51,7 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         l1d: 256,
         l2: 1024,
         llc: 2048,
+        skip_scattered_prefetch: false,
     };
     for source in [SOFTMAX, LAYER_NORM] {
         let program = text::parse(source).map_err(|e| e.to_string())?;

@@ -9,7 +9,8 @@
 //! - `abi`: callee-saved registers and the stack pointer survive a kernel call;
 //! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks;
 //! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects;
-//! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to.
+//! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to, and the tile
+//!   fills' prefetches.
 
 mod abi;
 mod conformance;

@@ -3,7 +3,8 @@
 //! of elements further on; other bindings' loads, and kernels without a hint, get none; a
 //! distance no displacement holds is dropped, not wrapped; validation refuses a hint for a
 //! binding no node loads. (That a hint changes no result is the conformance suite's: the
-//! chains it runs carry hints.)
+//! chains it runs carry hints.) Also the tile fills' own prefetches, which caches with
+//! `skip_scattered_prefetch` keep only for rows that start off a line.
 
 use accy_ir::DType;
 
@@ -75,4 +76,44 @@ fn a_hint_names_a_loaded_binding() {
         k.validate(),
         Err(KernelError::PrefetchNotLoaded { binding: 2, .. })
     ));
+}
+
+/// A blocked transpose's tile fills prefetch each group's rows of the block after next, on
+/// both vector tiers and lane widths; with `skip_scattered_prefetch` only after a check that
+/// the group's first row starts off a 64-byte line, so aligned rows skip them.
+#[test]
+fn tile_fills_prefetch_unless_the_caches_say_skip() {
+    for tier in [X64Tier::Avx2, X64Tier::Avx512] {
+        for dtype in [DType::F32, DType::F64] {
+            let block = crate::TransposeBlock {
+                line_bytes: 128,
+                run: 256,
+                along_rows: true,
+            };
+            let k = crate::testing::kernels::blocked_transpose(64, 512, dtype, block);
+            assert!(crate::x64::vector_plan::vector_tiles(&k), "{dtype} tiled");
+            let text = |skip: bool| {
+                let options = Options::default().with_caches(accy_artifact::Blocking {
+                    skip_scattered_prefetch: skip,
+                    ..Options::default().caches
+                });
+                let code = X64Target::new(tier)
+                    .emit(&[Kernel::Loop(k.clone())], &options)
+                    .expect("emit");
+                disassemble(&code.code).expect("decodes")
+            };
+            let fills = |text: &str| text.matches("prefetcht1 [rcx+").count();
+            let (kept, skipped) = (text(false), text(true));
+            assert!(fills(&kept) > 0, "{tier:?} {dtype}:\n{kept}");
+            assert_eq!(fills(&kept), fills(&skipped), "{tier:?} {dtype}");
+            assert!(!kept.contains("test cl,0x3F"), "{tier:?} {dtype}:\n{kept}");
+            let lines: Vec<&str> = skipped.lines().map(str::trim_start).collect();
+            let guarded = lines.windows(3).any(|w| {
+                w[0].starts_with("test cl,0x3F")
+                    && w[1].starts_with("je ")
+                    && w[2].starts_with("prefetcht1 [rcx+")
+            });
+            assert!(guarded, "{tier:?} {dtype}:\n{skipped}");
+        }
+    }
 }
