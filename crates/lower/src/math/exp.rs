@@ -26,8 +26,9 @@
 //! argument is clamped there, where the result rounds to +0. Above the overflow threshold
 //! (the largest x whose correctly rounded `e^x` is finite) and for +inf the result is
 //! `x · inf` = +inf, and NaN stays NaN (`x · inf` too); with `scaleb`, which keeps a NaN
-//! NaN, a select of +inf does the same with one operation less. Callers that know their
-//! argument stays inside (tanh, erf) skip those guards.
+//! NaN and rounds a result past the largest float to +inf, the argument is clamped at 89
+//! (710) instead, one `min` before the reduction (see [`SCALE_B_CLAMP`]). Callers that know
+//! their argument stays inside (tanh, erf) skip those guards.
 
 use super::builder::{Builder, V};
 
@@ -66,6 +67,15 @@ const OVERFLOW: [f64; 2] = [88.72283172607422, 709.782712893384];
 /// would exceed the largest exponent plus one (128, 1024); below, the scaling overflows to
 /// ±inf by itself exactly where the rounded result does.
 const OVERFLOW_WITH_TAIL: [f64; 2] = [89.0, 710.0];
+/// Where `scaleb` targets clamp an argument that can overflow: every argument from just past
+/// [`OVERFLOW`] to here scales to +inf by itself, so larger ones (+inf too, whose reduction
+/// would give NaN, and huge ones, whose reduced argument would be garbage) are brought here.
+/// Why: `n` is 128 (1024) on the whole stretch, and `ln2_hi · 128` (`· 1024`) is the first
+/// float past [`OVERFLOW`] (in f64, [`OVERFLOW`] itself), so past it `r` is positive, `e^r`
+/// at least 1 and `e^r · 2^n` at least `2^128` (`2^1024`): +inf, rounded once by `vscalef`.
+/// At [`OVERFLOW`] `r` is negative and the result finite, as before. The same holds with a
+/// tail, whose guard stood here ([`OVERFLOW_WITH_TAIL`]).
+const SCALE_B_CLAMP: [f64; 2] = [89.0, 710.0];
 
 /// Which ends of the range an argument can reach, so the guards for the others are left out.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +110,17 @@ pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
 /// ([`OVERFLOW_WITH_TAIL`]).
 pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reach) -> V {
     let w = usize::from(b.fmt.wide());
+    // With `scaleb`, arguments past the overflow threshold need no guard after the scaling,
+    // only a clamp before it (one min instruction on the vector paths; a NaN passes): see
+    // [`SCALE_B_CLAMP`].
+    let clamped = b.has_scale_b && reach.high;
+    let x = if clamped {
+        let limit = b.f(SCALE_B_CLAMP[w]);
+        let beyond = b.lt(limit, x);
+        b.select(beyond, limit, x)
+    } else {
+        x
+    };
     let (x_in, tail) = if reach.low {
         let lo = b.f(UNDERFLOW[w]);
         let below = b.lt(x, lo);
@@ -137,7 +158,7 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
     } else {
         scale(b, er, t, n, reach.low)
     };
-    if !reach.high {
+    if !reach.high || clamped {
         return y;
     }
     let limit = if tail.is_some() {
@@ -146,11 +167,6 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
         OVERFLOW[w]
     };
     let (limit, inf) = (b.f(limit), b.f(f64::INFINITY));
-    if b.has_scale_b {
-        // `scaleb` keeps a NaN argument's y NaN: past the limit the result is simply +inf.
-        let beyond = b.lt(limit, x);
-        return b.select(beyond, inf, y);
-    }
     // NaN is not inside either: scaled through the bits (targets without `scaleb`), a NaN
     // argument's y is finite garbage, so NaN must come from `x · inf`, not from y.
     let inside = b.le(x, limit);

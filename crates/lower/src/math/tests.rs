@@ -50,6 +50,18 @@ fn scaling_with_scale_b_changes_no_result() {
             -87.33654,
             -103.97208,
             709.782712893384,
+            // Past the overflow threshold, up to and past where `scaleb` targets clamp.
+            88.72283935546875,
+            f64::from_bits(709.782712893384f64.to_bits() + 1),
+            88.9,
+            89.0,
+            89.5,
+            709.9,
+            710.0,
+            710.5,
+            1e30,
+            3.4e38,
+            1e300,
         ]);
         let bytes = le_bytes(&values, dtype);
         let n = values.len();
