@@ -224,6 +224,10 @@ pub(crate) mod zv {
     pub(crate) const PANDN: Op = op(1, 1, false, 0xDF);
     pub(crate) const POR: Op = op(1, 1, false, 0xEB);
     pub(crate) const PXOR: Op = op(1, 1, false, 0xEF);
+    /// `vpord`/`vporq`: the OR with the lane width an opmask counts in.
+    pub(crate) const fn por(wide: bool) -> Op {
+        op(1, 1, wide, 0xEB)
+    }
     pub(crate) const fn padd(wide: bool) -> Op {
         if wide {
             op(1, 1, true, 0xD4)

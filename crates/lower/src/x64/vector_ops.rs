@@ -381,24 +381,23 @@ impl Emitter<'_> {
             (Sub, DType::F64) => x64!(self.ops; vsubpd Ry(dst), Ry(a), Ry(b)),
             (Mul, DType::F64) => x64!(self.ops; vmulpd Ry(dst), Ry(a), Ry(b)),
             (Div, DType::F64) => x64!(self.ops; vdivpd Ry(dst), Ry(a), Ry(b)),
-            // maxps returns its second operand on ties and NaNs: both orders ANDed give the
-            // larger value, or +0 on (±0, ∓0); the unordered mask turns NaN lanes all-ones.
+            // maxps/minps return their second operand on ties and NaNs, so the two orders
+            // differ only in the lanes of (±0, ∓0), where they hold both zeros, and of a NaN,
+            // where one or both hold it. Min: their OR is -0 in the first, and a NaN in the
+            // second (every exponent bit and a nonzero fraction kept). Max: their AND is +0
+            // in the first, and the unordered mask turns the second all-ones.
             (Max, DType::F32) => x64!(self.ops
                 ; vmaxps ymm3, Ry(a), Ry(b) ; vmaxps ymm4, Ry(b), Ry(a) ; vandps ymm3, ymm3, ymm4
                 ;; self.vcmp(false, 4, a, b, 3)
                 ; vorps Ry(dst), ymm3, ymm4),
             (Min, DType::F32) => x64!(self.ops
-                ; vminps ymm3, Ry(a), Ry(b) ; vminps ymm4, Ry(b), Ry(a) ; vorps ymm3, ymm3, ymm4
-                ;; self.vcmp(false, 4, a, b, 3)
-                ; vorps Ry(dst), ymm3, ymm4),
+                ; vminps ymm3, Ry(a), Ry(b) ; vminps ymm4, Ry(b), Ry(a) ; vorps Ry(dst), ymm3, ymm4),
             (Max, DType::F64) => x64!(self.ops
                 ; vmaxpd ymm3, Ry(a), Ry(b) ; vmaxpd ymm4, Ry(b), Ry(a) ; vandpd ymm3, ymm3, ymm4
                 ;; self.vcmp(true, 4, a, b, 3)
                 ; vorpd Ry(dst), ymm3, ymm4),
             (Min, DType::F64) => x64!(self.ops
-                ; vminpd ymm3, Ry(a), Ry(b) ; vminpd ymm4, Ry(b), Ry(a) ; vorpd ymm3, ymm3, ymm4
-                ;; self.vcmp(true, 4, a, b, 3)
-                ; vorpd Ry(dst), ymm3, ymm4),
+                ; vminpd ymm3, Ry(a), Ry(b) ; vminpd ymm4, Ry(b), Ry(a) ; vorpd Ry(dst), ymm3, ymm4),
             (And, _) => x64!(self.ops; vpand Ry(dst), Ry(a), Ry(b)),
             (Or, _) => x64!(self.ops; vpor Ry(dst), Ry(a), Ry(b)),
             (Xor, _) => x64!(self.ops; vpxor Ry(dst), Ry(a), Ry(b)),

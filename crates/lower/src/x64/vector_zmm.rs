@@ -367,17 +367,19 @@ impl Emitter<'_> {
             }
         }
         let code = match (op, dtype) {
-            // Both operand orders combined, NaN lanes made all-ones: see `vector_ops.rs`.
-            (Max | Min, DType::F32 | DType::F64) => {
-                let (pick, combine) = if op == Max {
-                    (zv::max(w), zv::PAND)
-                } else {
-                    (zv::min(w), zv::POR)
-                };
-                self.z(Zins::rrr(pick, 3, a, b));
-                self.z(Zins::rrr(pick, 4, b, a));
-                self.z(Zins::rrr(combine, 3, 3, 4));
-                self.zcmp_lanes(w, 4, a, b, 3);
+            // Both operand orders combined: see `vector_ops.rs`. Max takes the OR in its NaN
+            // lanes (the unordered compare comes first: `dst` may be `a` or `b`).
+            (Max, DType::F32 | DType::F64) => {
+                self.z(Zins::rrr(zv::cmp(w), K_TMP, a, b).imm(3));
+                self.z(Zins::rrr(zv::max(w), 3, a, b));
+                self.z(Zins::rrr(zv::max(w), 4, b, a));
+                self.z(Zins::rrr(zv::PAND, dst, 3, 4));
+                self.z(Zins::rrr(zv::por(w), dst, 3, 4).mask(K_TMP, false));
+                return Ok(());
+            }
+            (Min, DType::F32 | DType::F64) => {
+                self.z(Zins::rrr(zv::min(w), 3, a, b));
+                self.z(Zins::rrr(zv::min(w), 4, b, a));
                 self.z(Zins::rrr(zv::POR, dst, 3, 4));
                 return Ok(());
             }

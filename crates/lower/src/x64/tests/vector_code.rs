@@ -407,6 +407,14 @@ fn zmm_loop_forms_decode_as_intended() {
             "vpblendmq zmm20{k2},zmm30,zmm6",
         ),
         (
+            Zins::rrr(zv::por(false), 9, 3, 4).mask(7, false),
+            "vpord zmm9{k7},zmm3,zmm4",
+        ),
+        (
+            Zins::rrr(zv::por(true), 21, 3, 4).mask(7, false),
+            "vporq zmm21{k7},zmm3,zmm4",
+        ),
+        (
             Zins::rrr(zv::pternlog(false), 8, 8, 8)
                 .imm(0xFF)
                 .mask(2, true),
