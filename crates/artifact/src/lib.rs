@@ -84,17 +84,19 @@ pub struct Blocking {
     /// socket's cache): an output of at least half this size is written with non-temporal
     /// stores, and passes sharing a region that large are chained.
     pub llc: u64,
-    /// Leave out the prefetches a transpose's tile fills make for their next block: one line
-    /// in each of a block's source rows, hundreds of pages at once. Set where the CPU is
-    /// slower with them (detected as Intel's: on an Intel Xeon, a 4096² f32 transpose ran
-    /// 30-40% faster without them at every distance tried, while on an AMD EPYC they made it
-    /// 10-15% faster). `false` in artifacts from before this field, which had them.
+    /// Leave out the prefetches a transpose's tile fills make for their next block (one line
+    /// in each of a block's source rows, hundreds of pages at once) where the rows start on
+    /// a 64-byte line; rows off a line keep them, which measured faster either way. Set where
+    /// the CPU is slower with them (detected as Intel's: on an Intel Xeon, a 4096² f32
+    /// transpose ran 30-40% faster without them at every distance tried, while on an AMD
+    /// EPYC they made it 10-15% faster). `false` in artifacts from before this field, which
+    /// always had them.
     pub skip_scattered_prefetch: bool,
 }
 
 impl fmt::Display for Blocking {
-    /// `l1d 48 KiB, l2 2048 KiB, llc 32768 KiB`, then `, no scattered prefetches` when
-    /// [`Blocking::skip_scattered_prefetch`] is set.
+    /// `l1d 48 KiB, l2 2048 KiB, llc 32768 KiB`, then `, tile fills prefetch only rows off a
+    /// line` when [`Blocking::skip_scattered_prefetch`] is set.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -104,7 +106,7 @@ impl fmt::Display for Blocking {
             self.llc >> 10
         )?;
         if self.skip_scattered_prefetch {
-            f.write_str(", no scattered prefetches")?;
+            f.write_str(", tile fills prefetch only rows off a line")?;
         }
         Ok(())
     }

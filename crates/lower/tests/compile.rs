@@ -95,7 +95,7 @@ fn a_shared_exp_is_recomputed_only_for_targets_that_scale_in_one_instruction() {
         l1d: 0,
         l2: 16,
         llc: 0,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     });
     let built = accy_lower::target::names();
     for (name, kernels) in [("x64-avx512", 3), ("x64-avx2", 4), ("aarch64-neon", 4)] {

@@ -87,7 +87,12 @@ proptest! {
     fn row_blocked_plan_matches_interpreter((program, args) in arb_program_and_args()) {
         let options = Options::default()
             .with_row_blocks(true)
-            .with_caches(accy_artifact::Blocking { l1d: 64, l2: 128, llc: 0, skip_scattered_prefetch: false });
+            .with_caches(accy_artifact::Blocking {
+                l1d: 64,
+                l2: 128,
+                llc: 0,
+                ..Default::default()
+            });
         check(&program, &args, &options)?;
     }
 }
@@ -103,7 +108,7 @@ fn chained_plan_matches_interpreter() {
         l1d: 64,
         l2: 256,
         llc: 128,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     });
     let chained = Cell::new(0u32);
     let cases = 256;

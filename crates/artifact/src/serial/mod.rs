@@ -23,7 +23,7 @@
 //! | 40 | 8 | blocking: L2 bytes |
 //! | 48 | 8 | total file length in bytes |
 //! | 56 | 4 | CRC-32 (IEEE) of every byte of the file except these four |
-//! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]), bit 1 when the code leaves out scattered prefetches ([`crate::Blocking::skip_scattered_prefetch`]); the other bits zero |
+//! | 60 | 4 | flags: bit 0 set when runs flush subnormals ([`crate::Artifact::flush_subnormals`]), bit 1 when tile fills prefetch only rows off a line ([`crate::Blocking::skip_scattered_prefetch`]); the other bits zero |
 //! | 64 | 8 | blocking: last-level cache bytes |
 //!
 //! A section entry is `kind u32, reserved u32 (zero), offset u64, length u64`; the kinds are

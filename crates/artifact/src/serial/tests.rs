@@ -472,6 +472,6 @@ fn the_scattered_prefetch_flag_round_trips_in_header_bit_1() {
     );
     assert_eq!(
         a.blocking.to_string(),
-        "l1d 48 KiB, l2 2048 KiB, llc 32768 KiB, no scattered prefetches"
+        "l1d 48 KiB, l2 2048 KiB, llc 32768 KiB, tile fills prefetch only rows off a line"
     );
 }

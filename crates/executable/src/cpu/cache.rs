@@ -7,6 +7,9 @@
 //! 2. on x86-64, CPUID's deterministic cache parameters: leaf 4 (Intel) or leaf
 //!    0x8000_001D (AMD, which answers leaf 4 with zeros);
 //! 3. [`CacheInfo::DEFAULTS`].
+//!
+//! [`CacheInfo::detect`] also reads the CPUID vendor, for one trait of the caches that no size
+//! says: whether prefetches scattered over many pages pay ([`CacheInfo::scattered_prefetch_slows`]).
 
 use std::path::Path;
 
@@ -50,9 +53,10 @@ pub struct CacheInfo {
     pub line_size: u32,
     /// Where the numbers came from.
     pub source: CacheSource,
-    /// Whether software prefetches of lines in many pages at once slow this CPU's loads
-    /// down rather than hiding their latency ([`accy_artifact::Blocking::skip_scattered_prefetch`]):
-    /// set by [`CacheInfo::detect`] for Intel processors.
+    /// Whether software prefetches of lines in many pages at once slow this CPU's loads down
+    /// rather than hiding their latency, so that code blocked for it leaves out those it can
+    /// ([`accy_artifact::Blocking::skip_scattered_prefetch`]): set by [`CacheInfo::detect`]
+    /// for Intel processors.
     pub scattered_prefetch_slows: bool,
 }
 
@@ -80,7 +84,8 @@ impl CacheInfo {
     /// blocking never counts on cache another busy core is using; the last-level cache whole
     /// (what decides whether an output can stay cached at all), but at most
     /// [`LLC_PER_SHARER_MAX`] for each logical CPU said to share it; 0 when no source
-    /// reported the caches (the compiler then assumes its default).
+    /// reported the caches (the compiler then assumes its default); and whether to skip
+    /// scattered prefetches ([`CacheInfo::scattered_prefetch_slows`]).
     pub fn blocking(&self) -> accy_artifact::Blocking {
         accy_artifact::Blocking {
             l1d: self.l1d.per_logical_cpu(),

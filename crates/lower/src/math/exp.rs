@@ -27,8 +27,9 @@
 //! (the largest x whose correctly rounded `e^x` is finite) and for +inf the result is
 //! `x · inf` = +inf, and NaN stays NaN (`x · inf` too); with `scaleb`, which keeps a NaN
 //! NaN and rounds a result past the largest float to +inf, the argument is clamped at 89
-//! (710) instead, one `min` before the reduction (see [`SCALE_B_CLAMP`]). Callers that know
-//! their argument stays inside (tanh, erf) skip those guards.
+//! (710) instead, one `min` before the reduction (see [`SCALE_B_CLAMP`]), except for an
+//! argument with a tail (`pow`'s), which keeps a select of +inf after the scaling. Callers
+//! that know their argument stays inside (tanh, erf) skip those guards.
 
 use super::builder::{Builder, V};
 
@@ -73,8 +74,10 @@ const OVERFLOW_WITH_TAIL: [f64; 2] = [89.0, 710.0];
 /// Why: `n` is 128 (1024) on the whole stretch, and `ln2_hi · 128` (`· 1024`) is the first
 /// float past [`OVERFLOW`] (in f64, [`OVERFLOW`] itself), so past it `r` is positive, `e^r`
 /// at least 1 and `e^r · 2^n` at least `2^128` (`2^1024`): +inf, rounded once by `vscalef`.
-/// At [`OVERFLOW`] `r` is negative and the result finite, as before. The same holds with a
-/// tail, whose guard stood here ([`OVERFLOW_WITH_TAIL`]).
+/// At [`OVERFLOW`] `r` is negative and the result finite, as before. Not for an argument with
+/// a tail (`pow`'s): the tail may be large where the argument is (about -1.2 at `x` = 2.6e7,
+/// or -inf where `x` overflowed to +inf), and would take a clamped argument back below the
+/// threshold or to NaN, so such an argument keeps a guard after the scaling.
 const SCALE_B_CLAMP: [f64; 2] = [89.0, 710.0];
 
 /// Which ends of the range an argument can reach, so the guards for the others are left out.
@@ -111,9 +114,9 @@ pub(super) fn exp_reaching(b: &mut Builder<'_>, x: V, reach: Reach) -> V {
 pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reach) -> V {
     let w = usize::from(b.fmt.wide());
     // With `scaleb`, arguments past the overflow threshold need no guard after the scaling,
-    // only a clamp before it (one min instruction on the vector paths; a NaN passes): see
-    // [`SCALE_B_CLAMP`].
-    let clamped = b.has_scale_b && reach.high;
+    // only a clamp before it (one min instruction on the vector paths; a NaN passes), unless
+    // a tail comes with them: see [`SCALE_B_CLAMP`].
+    let clamped = b.has_scale_b && reach.high && tail.is_none();
     let x = if clamped {
         let limit = b.f(SCALE_B_CLAMP[w]);
         let beyond = b.lt(limit, x);
@@ -151,9 +154,8 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
     let one = b.f(1.0);
     let er = b.add(q, one);
     let y = if b.has_scale_b {
-        // One rounding, of a subnormal result too; a result past the largest float is
-        // ±inf, but one rounded from just above the threshold need not be: the guard below
-        // stays.
+        // One rounding, of a subnormal result too; past the threshold, +inf (see
+        // [`SCALE_B_CLAMP`]; with a tail, the guard below).
         b.scale_b(er, n)
     } else {
         scale(b, er, t, n, reach.low)
@@ -167,6 +169,12 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
         OVERFLOW[w]
     };
     let (limit, inf) = (b.f(limit), b.f(f64::INFINITY));
+    if b.has_scale_b {
+        // An argument with a tail, not clamped: past the limit the result is +inf whatever
+        // the tail; `scaleb` keeps a NaN argument's y NaN.
+        let beyond = b.lt(limit, x);
+        return b.select(beyond, inf, y);
+    }
     // NaN is not inside either: scaled through the bits (targets without `scaleb`), a NaN
     // argument's y is finite garbage, so NaN must come from `x · inf`, not from y.
     let inside = b.le(x, limit);

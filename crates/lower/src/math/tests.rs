@@ -236,7 +236,7 @@ fn pow_expansion_gives_c99_special_values() {
     let (mut xs, mut ys) = crate::testing::conformance::math::pow_grid();
     // Results just below the largest float whose argument's high part lies past the overflow
     // threshold; exact overflow; subnormal results of a non-integer y; non-integer and odd
-    // exponents between 2^22 and 2^24 with a negative x.
+    // exponents between 2^22 and 2^24 with a negative x; overflow far past the threshold.
     for (x, y) in [
         (1.063_745_7_f32, 1_435.728_4),
         (1.270_637_2, 370.421_66),
@@ -248,6 +248,13 @@ fn pow_expansion_gives_c99_special_values() {
         (-1.5, 4_194_305.0),
         (-0.999_999_9, 8_388_609.0),
         (-0.999_999_9, 16_777_216.0),
+        // Overflow whose argument's tail is large (about -1.2), or -inf where the argument
+        // itself overflowed: +inf, however the argument is clamped.
+        (1.3, 1e8),
+        (1.1, 3e8),
+        (0.8, -1e8),
+        (10.0, 3e38),
+        (3.4e38, 3e38),
     ] {
         xs.push(x);
         ys.push(y);

@@ -475,7 +475,7 @@ mod tests {
                     l1d: 4096,
                     l2: 8192,
                     llc: 0,
-                    skip_scattered_prefetch: false,
+                    ..Default::default()
                 });
             let regions = super::regions(&program, 8192);
             assert_eq!(regions.len(), 1, "{source}");

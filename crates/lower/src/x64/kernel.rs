@@ -67,9 +67,10 @@ pub(crate) struct Emitter<'a> {
     /// `emit_store_alignment_head`), except in a loop that reads tiles, whose stores check
     /// their own address (`emit_tile_run_store`, `emit_tile_run_zstore`).
     pub stream: bool,
-    /// Whether tile fills prefetch the lines of the block after next (`tile.rs`): unless
-    /// the caches' [`Blocking::skip_scattered_prefetch`] says the CPU is slower with them.
-    pub fill_prefetch: bool,
+    /// Whether tile fills prefetch the next block's lines for every group of rows (`tile.rs`),
+    /// or only for groups whose first row starts off a 64-byte line: the latter where the
+    /// caches' [`Blocking::skip_scattered_prefetch`] says the CPU is slower with them.
+    pub fill_prefetch_always: bool,
 }
 
 /// Stack page size the frame probes step by (the smallest page size of x86-64 hosts).
@@ -77,7 +78,7 @@ const PAGE: i32 = 4096;
 
 /// Emits `k` for `tier` at the assembler's current position; with `caches`, its stores are
 /// non-temporal where [`crate::streams_stores`] says so for those caches, and its tile fills
-/// leave out their prefetches where they say [`Blocking::skip_scattered_prefetch`].
+/// prefetch only rows off a line where they say [`Blocking::skip_scattered_prefetch`].
 pub(crate) fn emit_kernel(
     ops: &mut Asm,
     k: &LoopKernel,
@@ -100,7 +101,7 @@ pub(crate) fn emit_kernel(
         masked: false,
         pinned: Vec::new(),
         stream,
-        fill_prefetch: !caches.is_some_and(|c| c.skip_scattered_prefetch),
+        fill_prefetch_always: !caches.is_some_and(|c| c.skip_scattered_prefetch),
     };
     e.emit_function()
 }

@@ -56,8 +56,10 @@ use crate::target::EmitError;
 /// rounds), every distance was slower than none: 6.7-7.1 GB/s at 1 block, 7.7-8.2 at half a
 /// block, 7.2-7.9 at a quarter, 6.7-8.0 prefetching only a quarter of the lines, against
 /// 9.1-9.7 GB/s with none (ymm tiles alike: 6.1-6.5 against 8.4); at 2 threads alike
-/// (19.1-20.5 against 19.8-21.5 GB/s). So the fills prefetch only where the caches do not
-/// say [`accy_artifact::Blocking::skip_scattered_prefetch`] (set for Intel processors).
+/// (19.1-20.5 against 19.8-21.5 GB/s), but rows 16 bytes past a line were slower without
+/// (17-18 against 19 ms; 2 threads 5.8 against 8-9.5 ms). So where the caches say
+/// [`accy_artifact::Blocking::skip_scattered_prefetch`] (set for Intel processors) a fill
+/// prefetches only when its rows start off a line.
 pub(crate) const FILL_PREFETCH_BLOCKS: i64 = 1;
 
 /// How many blocks ahead a blocked transpose prefetches its destination lines: on a 4096²
@@ -231,10 +233,10 @@ impl Emitter<'_> {
             // into the L2: a prefetch into the L1 (`prefetcht0`) holds one of its few fill
             // buffers for the whole trip to memory and measured 20-30% slower. A prefetch
             // never faults, also past the binding's end. On CPUs that are slower with such
-            // prefetches (`Emitter::fill_prefetch`), only where the group's first row starts
-            // off a line, so that its pieces straddle two lines.
+            // prefetches (`Emitter::fill_prefetch_always`), only where the group's first row
+            // starts off a line, so that its pieces straddle two lines.
             let aligned = self.ops.new_dynamic_label();
-            if !self.fill_prefetch {
+            if !self.fill_prefetch_always {
                 x64!(self.ops; test cl, 63 ; jz =>aligned);
             }
             for r in 0..shape.rows as i64 {

@@ -5,8 +5,10 @@
 //! sequences use ymm3/ymm4 as temporaries and write the destination last, so a destination
 //! that shares a scratch register with an operand is never read after it is written. The
 //! results equal the scalar code's lane by lane: max/min compute both operand orders and
-//! combine them (so `-0.0 < +0.0` holds on ties) and OR in an unordered mask (all-ones is a
-//! NaN); float → i32 conversion fixes `vcvttps2dq`'s overflow and NaN lanes.
+//! combine them (so `-0.0 < +0.0` holds on ties, and a NaN operand gives a NaN: min ORs the
+//! two, max ORs in an unordered mask, all-ones); float → i32 conversion fixes
+//! `vcvttps2dq`'s overflow and NaN lanes. A NaN result need not be the scalar code's NaN: the
+//! IR promises a NaN, not its bits (a signaling NaN operand may come out signaling).
 
 use accy_ir::{BinaryOp, CompareOp, DType, UnaryOp};
 #[allow(

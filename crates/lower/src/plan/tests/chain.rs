@@ -15,7 +15,7 @@ fn small_caches() -> Options {
         l1d: 256,
         l2: 1024,
         llc: 2048,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     })
 }
 
@@ -107,7 +107,7 @@ fn chains_form_from_half_the_last_level_cache() {
             l1d: 256,
             l2: 1024,
             llc,
-            skip_scattered_prefetch: false,
+            ..Default::default()
         })
     };
     let (_, at_half) = planned_with(SOFTMAX, &with_llc(16384));

@@ -22,7 +22,7 @@ fn a_product_read_again_through_a_view_is_stored() {
             l1d: 0,
             l2: 64,
             llc: 0,
-            skip_scattered_prefetch: false,
+            ..Default::default()
         });
         let (_, l) = planned_with(
             "program {
@@ -60,7 +60,7 @@ fn a_shared_expression_over_a_product_is_no_epilogue() {
             l1d: 0,
             l2: 64,
             llc: 0,
-            skip_scattered_prefetch: false,
+            ..Default::default()
         });
         planned_with(
             "program {

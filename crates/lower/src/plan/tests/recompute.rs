@@ -48,7 +48,7 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
         l1d: 0,
         l2,
         llc,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     };
     // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, an exp
     // expanded with one-instruction scaling is computed by both of its consumers (max, sum

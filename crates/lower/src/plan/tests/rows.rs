@@ -12,7 +12,7 @@ fn row_blocked() -> Options {
             l1d: 64,
             l2: 128,
             llc: 0,
-            skip_scattered_prefetch: false,
+            ..Default::default()
         })
 }
 

@@ -28,7 +28,7 @@ fn with_l2(l2: u64) -> Options {
         l1d: 1024,
         l2,
         llc: 1 << 30,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     })
 }
 
@@ -81,7 +81,7 @@ fn a_chain_keeps_its_own_hint_and_its_first_links_get_none() {
         l1d: 1024,
         l2: 4096,
         llc: 8192,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     });
     let hinted = hints(&options, source);
     let (last, first) = hinted.split_last().unwrap();

@@ -25,7 +25,7 @@ fn options(blocks_k: bool) -> Options {
         l1d: 48 << 10,
         l2: 1 << 20,
         llc: 32 << 20,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     });
     o.micro_tiles = [(14, 32), (14, 16)];
     o.blocks_k = blocks_k;
@@ -91,7 +91,7 @@ fn blocked_k_plans_compute_the_same() {
         l1d: 2 << 10,
         l2: 16 << 10,
         llc: 0,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     });
     o.micro_tiles = [(4, 8), (4, 4)];
     let source = dot(30, 150, 70);

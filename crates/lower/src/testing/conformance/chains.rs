@@ -51,7 +51,7 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         l1d: 256,
         l2: 1024,
         llc: 2048,
-        skip_scattered_prefetch: false,
+        ..Default::default()
     };
     for source in [SOFTMAX, LAYER_NORM] {
         let program = text::parse(source).map_err(|e| e.to_string())?;

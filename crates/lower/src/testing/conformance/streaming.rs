@@ -6,7 +6,9 @@
 //! ones; store offsets 0 to 7 elements past the binding's start (which the guard-page placement
 //! puts at an address set by the binding's size) vary how far each run is from the boundary.
 //! Blocked transposes read through tiles, whose runs have no alignment head: each store
-//! checks its own address. A backend that ignores the hint passes as well.
+//! checks its own address; also with caches that skip scattered prefetches, where each tile
+//! fill checks whether its rows start on a line. A backend that ignores the hint passes as
+//! well.
 
 use accy_artifact::Blocking;
 use accy_ir::{BinaryOp, DType, UnaryOp};
@@ -22,6 +24,16 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
         llc: 32,
         ..options.caches
     };
+    let mut skipping = Conformance::new(
+        s.runner,
+        crate::compile::Options {
+            caches: Blocking {
+                skip_scattered_prefetch: true,
+                ..options.caches
+            },
+            ..options.clone()
+        },
+    );
     let mut suite = Conformance::new(s.runner, options);
     let run = STREAM_MIN_RUN;
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
@@ -110,8 +122,15 @@ pub(super) fn streaming_stores(s: &mut Conformance<'_>, _: u32) -> Result<(), St
                 suite.check(&padded, &buffers_for(&padded, 14), workgroups)?;
             }
         }
+        // Caches that skip scattered prefetches: the fills then test each group's first
+        // row, which starts on a line, or (the source 16 bytes longer) 16 bytes past one.
+        for pad in [0, 16 / size] {
+            let mut padded = k.clone();
+            padded.bindings[0].elements += pad;
+            skipping.check(&padded, &buffers_for(&padded, 15), 2)?;
+        }
     }
-    s.checked += suite.checked;
+    s.checked += suite.checked + skipping.checked;
     Ok(())
 }
 
