@@ -25,6 +25,7 @@
 //! could panic: immediates go through the range checks in `asm.rs`.
 
 pub(crate) mod asm;
+mod bit_select;
 mod convert;
 pub(crate) mod evex;
 pub(crate) mod evex_zmm;

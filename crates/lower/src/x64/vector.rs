@@ -258,7 +258,8 @@ impl Emitter<'_> {
     pub(crate) fn emit_vector_body(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         for i in 0..self.k.nodes.len() {
             if !self.live[i] || plan.uniform[i] || plan.absorbed[i] {
-                // An absorbed compare is read by min/max selects only: nothing to compute.
+                // An absorbed compare is read by min/max selects only, an absorbed AND by
+                // its bit select: nothing to compute.
                 continue;
             }
             if let Some(min_max) = plan.min_max[i] {

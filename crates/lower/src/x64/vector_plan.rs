@@ -23,7 +23,7 @@ use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 
 use super::tile::TileShape;
 use crate::emit::vregs::{allocate_except, Home};
-use crate::kernel::{LoopKernel, Node};
+use crate::kernel::{KernelNode, LoopKernel, Node};
 
 /// The first ymm register the allocator hands out; ymm0–ymm4 are scratch.
 const FIRST_REG: u8 = 5;
@@ -47,8 +47,12 @@ pub(crate) struct VectorPlan {
     /// Per node: for a select that is exactly a float min or max of its two operands, which
     /// (see [`min_max_selects`]); it is then one `vminps`/`vmaxps`.
     pub min_max: Vec<Option<MinMax>>,
-    /// Per node: a compare read only by such selects, so never emitted.
+    /// Per node: a compare read only by such selects, or (zmm) an AND read only by a bit
+    /// select, so never emitted.
     pub absorbed: Vec<bool>,
+    /// Per node (zmm only): an OR that is one `vpternlogd` with the AND it absorbs
+    /// (`bit_select.rs`).
+    pub or_and: Vec<Option<super::bit_select::OrAnd>>,
     /// Where the lanes' sign-bit mask is kept for the whole loop (set by the uniform prefix)
     /// when some float `neg` or `abs` varies: each then costs one instruction instead of
     /// three.
@@ -275,8 +279,8 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
 /// multiplies into it); a bitcast's operand (then it is no instruction at all). The emitters of both
 /// read that operand before they write the destination; without these a polynomial's every
 /// step and every bitcast cost a register copy.
-fn reuse_hints(k: &LoopKernel) -> Vec<Vec<u32>> {
-    k.nodes
+fn reuse_hints(nodes: &[KernelNode]) -> Vec<Vec<u32>> {
+    nodes
         .iter()
         .map(|kn| match kn.node {
             Node::Fma { a, b, c } => vec![c, a, b],
@@ -435,7 +439,16 @@ pub(crate) fn plan(
     let regs: Vec<u8> = (FIRST_REG..end_reg)
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
-    let (min_max, absorbed) = min_max_selects(k, live, &uniform);
+    let (min_max, mut absorbed) = min_max_selects(k, live, &uniform);
+    let or_and = if zmm {
+        let (or_and, ands) = super::bit_select::or_and_selects(k, live, &uniform);
+        for (gone, and) in absorbed.iter_mut().zip(ands) {
+            *gone |= and;
+        }
+        or_and
+    } else {
+        vec![None; n]
+    };
     let mask_reg = if zmm {
         super::vector_zmm::assign_masks(k, live, &uniform, &absorbed)
     } else {
@@ -447,9 +460,11 @@ pub(crate) fn plan(
         .zip(&absorbed)
         .map(|(m, &gone)| m.is_some() || gone)
         .collect();
-    let reuse = reuse_hints(k);
+    // The allocator sees each bit-select OR as the three-input node it becomes.
+    let nodes = super::bit_select::allocation_view(&k.nodes, &or_and);
+    let reuse = reuse_hints(&nodes);
     let (home, mut slots) = allocate_except(
-        &k.nodes, k.result, &uniform, &needs_vec, &no_home, &reuse, &regs,
+        &nodes, k.result, &uniform, &needs_vec, &no_home, &reuse, &regs,
     );
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
@@ -514,6 +529,7 @@ pub(crate) fn plan(
         mask_reg,
         min_max,
         absorbed,
+        or_and,
         sign,
         uniform,
         home,

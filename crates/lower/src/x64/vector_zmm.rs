@@ -158,6 +158,11 @@ impl Emitter<'_> {
         let n = self.k.nodes[i].clone();
         let w = plan.wide;
         let dst = self.vdst(plan, i);
+        if let Some(sel) = plan.or_and.get(i).copied().flatten() {
+            self.emit_or_and(plan, sel, dst)?;
+            self.vfinish(plan, i, dst);
+            return Ok(());
+        }
         match n.node {
             Node::Load { binding, .. } => {
                 if let Some(first) = plan.tile_slot[i] {

@@ -304,6 +304,7 @@ pub(super) fn fma_bitcast(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
     if s.runner().target().has_scale_b() {
         scale_b(s)?;
     }
+    bit_selects(s)?;
     // The shapes the expansions build from these: the bits of a float, shifted by a constant
     // (0, inside the lane, the last bit, and out of range: 32 or 64, which stays scalar),
     // masked and compared, and a select on the comparison — on every backend's vector path.
@@ -341,6 +342,45 @@ pub(super) fn fma_bitcast(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                     1,
                 )?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// `or(keep, and(lhs, rhs))`, which AVX-512 computes in one three-input logic instruction
+/// (`x64/bit_select.rs`), with what is read after it varied so that its destination takes over
+/// the register of the kept value, of either AND operand, or of none; with the AND on either
+/// side of the OR; and with the AND read again (then not absorbed).
+fn bit_selects(s: &mut Conformance<'_>) -> Result<(), String> {
+    let bin = |op, lhs, rhs| Node::Binary { op, lhs, rhs };
+    let (and, or, add) = (BinaryOp::And, BinaryOp::Or, BinaryOp::Add);
+    // Loads %0 (kept), %1 and %2 (the AND's), then %3 = %1 & %2 and %4 = %0 | %3.
+    let cases: [(&str, Vec<Node>); 6] = [
+        ("kept_dies", vec![]),
+        ("lhs_dies", vec![bin(add, 4, 0)]),
+        ("rhs_dies", vec![bin(add, 4, 1), bin(add, 5, 0)]),
+        (
+            "none_dies",
+            vec![bin(add, 4, 1), bin(add, 5, 2), bin(add, 6, 0)],
+        ),
+        ("and_read_again", vec![bin(add, 4, 3)]),
+        ("and_on_the_left", vec![]),
+    ];
+    for int in [DType::I32, DType::I64] {
+        for (name, after) in &cases {
+            let or_node = if *name == "and_on_the_left" {
+                bin(or, 3, 0)
+            } else {
+                bin(or, 0, 3)
+            };
+            let mut extra = vec![node(bin(and, 1, 2), int), node(or_node, int)];
+            extra.extend(after.iter().map(|n| node(n.clone(), int)));
+            let n = 203;
+            let k = elementwise(&format!("bit_select_{name}_{int}"), n, &[int; 3], extra);
+            let inputs: Vec<Vec<u8>> = (0..3).map(|i| data(int, n as usize, 40 + i)).collect();
+            let out = vec![0xAB; n as usize * int.size_bytes() as usize];
+            let buffers = [inputs[0].clone(), inputs[1].clone(), inputs[2].clone(), out];
+            s.check(&k, &buffers, 2)?;
         }
     }
     Ok(())

@@ -7,12 +7,14 @@
 //! - `paths`: which kernels take the vector path, tier feature sets, the generator's mix;
 //! - `errors`: malformed or oversized kernels are errors, never panics;
 //! - `abi`: callee-saved registers and the stack pointer survive a kernel call;
+//! - `bit_select`: which ORs become one `vpternlogd` on AVX-512;
 //! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks;
 //! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects;
 //! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to, and the tile
 //!   fills' prefetches.
 
 mod abi;
+mod bit_select;
 mod conformance;
 mod encoding;
 mod errors;
