@@ -6,6 +6,8 @@
 //! the register allocator sees the OR as the three-input node it becomes, so the AND's
 //! operands stay live until the OR reads them ([`allocation_view`]).
 
+use std::borrow::Cow;
+
 use accy_ir::{BinaryOp, DType};
 
 use super::evex_zmm::{zv, Zins};
@@ -94,7 +96,13 @@ pub(crate) fn or_and_selects(
 /// node reading its kept operand and its AND's two (an FMA's shape, the kept value as the
 /// addend, so that the OR takes over its register first where it dies there, as an FMA
 /// does its accumulator's), and each absorbed AND reading nothing.
-pub(crate) fn allocation_view(nodes: &[KernelNode], or_and: &[Option<OrAnd>]) -> Vec<KernelNode> {
+pub(crate) fn allocation_view<'a>(
+    nodes: &'a [KernelNode],
+    or_and: &[Option<OrAnd>],
+) -> Cow<'a, [KernelNode]> {
+    if or_and.iter().all(Option::is_none) {
+        return Cow::Borrowed(nodes);
+    }
     let mut view = nodes.to_vec();
     for (j, sel) in or_and.iter().enumerate() {
         if let Some(sel) = sel {
@@ -110,7 +118,7 @@ pub(crate) fn allocation_view(nodes: &[KernelNode], or_and: &[Option<OrAnd>]) ->
             }
         }
     }
-    view
+    Cow::Owned(view)
 }
 
 impl Emitter<'_> {

@@ -276,9 +276,11 @@ fn vectorizable(node: &Node, dtype: DType, operand: Option<DType>, wide: bool) -
 
 /// Per node, the operands whose register it may take over (`allocate_except`), preferred
 /// first: an FMA's addend (`vfmadd231` accumulates into it), else a factor (`vfmadd213`
-/// multiplies into it); a bitcast's operand (then it is no instruction at all). The emitters of both
-/// read that operand before they write the destination; without these a polynomial's every
-/// step and every bitcast cost a register copy.
+/// multiplies into it); a bitcast's operand (then it is no instruction at all). A bit-select
+/// OR gets an FMA's hints through `bit_select::allocation_view`. The emitters of all three
+/// read that operand before they write the destination (`vpternlogd` reads its three
+/// sources at once); without these a polynomial's every step and every bitcast cost a
+/// register copy.
 fn reuse_hints(nodes: &[KernelNode]) -> Vec<Vec<u32>> {
     nodes
         .iter()

@@ -350,7 +350,8 @@ pub(super) fn fma_bitcast(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
 /// `or(keep, and(lhs, rhs))`, which AVX-512 computes in one three-input logic instruction
 /// (`x64/bit_select.rs`), with what is read after it varied so that its destination takes over
 /// the register of the kept value, of either AND operand, or of none; with the AND on either
-/// side of the OR; and with the AND read again (then not absorbed).
+/// side of the OR; with the AND read again (then not absorbed); with a constant kept value
+/// and AND operand (uniform: hoisted out of the loop); and as the value a sum reduces.
 fn bit_selects(s: &mut Conformance<'_>) -> Result<(), String> {
     let bin = |op, lhs, rhs| Node::Binary { op, lhs, rhs };
     let (and, or, add) = (BinaryOp::And, BinaryOp::Or, BinaryOp::Add);
@@ -382,6 +383,26 @@ fn bit_selects(s: &mut Conformance<'_>) -> Result<(), String> {
             let buffers = [inputs[0].clone(), inputs[1].clone(), inputs[2].clone(), out];
             s.check(&k, &buffers, 2)?;
         }
+        // Constants %1 (kept) and %2 (the AND's other operand): %3 = %0 & %2, %4 = %1 | %3.
+        let k = elementwise(
+            &format!("bit_select_uniform_{int}"),
+            203,
+            &[int],
+            vec![
+                node(Node::Const { bits: 0x5a5a }, int),
+                node(Node::Const { bits: 0x0ff0_f00f }, int),
+                node(bin(and, 0, 2), int),
+                node(bin(or, 1, 3), int),
+            ],
+        );
+        s.check(&k, &crate::testing::kernels::buffers_for(&k, 44), 2)?;
+        // The OR as what a sum reduces along each row: %1 & %0, then %0 | that.
+        let mut k = crate::testing::kernels::reduce_2d(accy_ir::ReduceOp::Sum, int, 5, 67);
+        k.nodes.push(node(Node::Const { bits: 0x3c3c }, int));
+        k.nodes.push(node(bin(and, 1, 0), int));
+        k.nodes.push(node(bin(or, 0, 2), int));
+        k.result = 3;
+        s.check(&k, &crate::testing::kernels::buffers_for(&k, 45), 2)?;
     }
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! The AVX-512 bit select (`x64/bit_select.rs`): which ORs it takes, and that the expansions
 //! ending in one (tanh, erf) emit a `vpternlogd` for it (`A | (B & C)` or, where the
-//! destination took over an AND operand's register, `B | (A & C)`). (That it computes the same bits is
-//! the conformance suite's: its math and random groups run these kernels on the AVX-512
-//! tier.)
+//! destination took over an AND operand's register, `B | (A & C)`). That it computes the same
+//! bits is the conformance suite's: its `fma_bitcast` group runs bit-select shapes, and its
+//! `math` group tanh, erf and pow, on every backend.
 
 use accy_ir::{BinaryOp, DType, UnaryOp};
 
@@ -79,4 +79,26 @@ fn tanh_and_erf_give_their_sign_bit_in_one_ternary_logic_op() {
             assert!(!ymm.contains("vpternlog"), "{op} {dtype}:\n{ymm}");
         }
     }
+}
+
+/// A kept value and an AND operand that are constants (hoisted out of the loop) still make
+/// one `vpternlogd`.
+#[test]
+fn constant_operands_still_select_bits_in_one_op() {
+    let k = elementwise(
+        "bit_select_uniform",
+        203,
+        &[DType::I32],
+        vec![
+            node(Node::Const { bits: 0x5a5a }, DType::I32),
+            node(Node::Const { bits: 0x0ff0_f00f }, DType::I32),
+            node(binary(BinaryOp::And, 0, 2), DType::I32),
+            node(binary(BinaryOp::Or, 1, 3), DType::I32),
+        ],
+    );
+    let code = X64Target::new(X64Tier::Avx512)
+        .emit(&[Kernel::Loop(k)], &Options::default())
+        .expect("emit");
+    let text = disassemble(&code.code).expect("decodes");
+    assert!(text.contains("vpternlogd zmm"), "{text}");
 }
