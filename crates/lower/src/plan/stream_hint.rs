@@ -57,11 +57,11 @@ fn streamed(k: &LoopKernel, l2: u64) -> Option<Prefetch> {
             Node::Load { binding, map } if map.strides.get(innermost) == Some(&1) => Some(*binding),
             _ => None,
         })
-        .filter(|&b| b != k.store.binding)
         .filter_map(|b| {
             let info = k.bindings.get(b as usize)?;
             let size = info.dtype.size_bytes();
             let bytes = info.elements.checked_mul(size)?;
+            // Read only: never the store's binding.
             (info.access == Access::Read && size > 0 && bytes > l2).then_some((b, size, bytes))
         })
         .max_by_key(|&(_, _, bytes)| bytes)

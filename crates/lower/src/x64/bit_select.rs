@@ -68,15 +68,16 @@ pub(crate) fn or_and_selects(
         }
         for (and, keep) in [(rhs, lhs), (lhs, rhs)] {
             let a = and as usize;
-            let Some(Node::Binary {
+            let Some(&Node::Binary {
                 op: BinaryOp::And,
                 lhs: l,
                 rhs: r,
-            }) = k.nodes.get(a).map(|x| x.node.clone())
+            }) = k.nodes.get(a).map(|x| &x.node)
             else {
                 continue;
             };
-            let single = readers[a] == 1 && and != k.result && !absorbed[a];
+            // Read once, by this OR (whose operands differ): no other OR can claim it.
+            let single = readers[a] == 1 && and != k.result;
             if varying(a) && k.nodes[a].dtype == kn.dtype && single {
                 or_and[j] = Some(OrAnd {
                     keep,
