@@ -429,7 +429,15 @@ impl<'p> Planner<'p> {
         // 1024×1024 839-888 against 573-630 µs, 4096×1024 3.47-3.50 against 2.78-2.92 ms,
         // 16384×1024 15.6-16.1 against 14.2-14.5 ms, and at 2 threads alike or better; NEON's
         // 4 lanes follow. Unmeasured: NEON, f64 and `tanh`/`sigmoid` (whose expansions cost
-        // more than `exp`'s, so storing once pays at least as well).
+        // more than `exp`'s, so storing once pays at least as well). On an Intel AVX-512
+        // host (48 KiB L1d, 2 MiB L2, two 512-bit FMA ports; min of three alternating
+        // rounds) the same choice forced either way: 64×1024 stored 26.7-26.8 against
+        // 28.9-29.0 µs recomputed; 256×1024 130-132 against 118-122 µs (the three buffers
+        // outgrow the L2); 4096×1024 3.23-3.29 against 2.22-2.23 ms, and 2.26 ms with the
+        // stored `exp` kept out of non-temporal stores. There the recomputed softmax is
+        // bound by its vector operations (about 40 a vector of 16, two a cycle), and the
+        // stored one by its division pass (36% of its samples, most at `vdivps`; a
+        // multiplication by the row's reciprocal instead took 64×1024 to 21.5 µs).
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
         let caches = &self.options.caches;
         let far = bytes > caches.l2 || crate::emit::streaming_size(bytes, caches);
