@@ -65,6 +65,7 @@ fn kernel(
             map: IndexMap::row_major(parallel).expect("map"),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 

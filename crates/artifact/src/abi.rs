@@ -27,11 +27,18 @@
 //!
 //! A runtime may run the workgroups of one dispatch in any order and at the same time on
 //! several threads (a thread pool); a kernel computes the same bytes whatever the order, the
-//! thread or the number of threads. A kernel that needs working memory larger than its stack
+//! thread or the number of threads (a chain's link may rely on the order of its chain, below,
+//! and computes its bytes only run that way). A kernel that needs working memory larger than its stack
 //! frame (packed GEMM panels) declares it per worker in [`crate::KernelEntry::worker_scratch`];
 //! the runtime then gives every worker index its own `worker_scratch_stride` bytes at
 //! `worker_scratch + worker * worker_scratch_stride`, aligned to [`WORKER_SCRATCH_ALIGN`]. The
-//! contents are unspecified at the start of each call.
+//! contents are unspecified at the start of each call, with one exception: a runtime calls
+//! the links of a chain ([`crate::launch`]) for one workgroup back to back with the same
+//! `worker` and the same `worker_scratch` and stride, and nothing else touches that worker's
+//! slice in between, so each link finds the bytes the previous links of that workgroup left
+//! there. Kernels use this to pass one workgroup's rows of an intermediate from link to link
+//! without a buffer for all of them. (Every runtime of version 2 has called chains so; the
+//! rule writes down what kernels may now rely on, so the version stays 2.)
 //!
 //! # What a kernel may and must do
 //!
@@ -72,8 +79,10 @@ pub const KERNEL_ABI_MISMATCH: u32 = 1;
 /// and the artifact disagree, and running would touch memory outside the bindings or fault.
 pub const KERNEL_BINDING_MISMATCH: u32 = 2;
 
-/// Status a kernel returns when the worker index is out of range or the worker scratch is
-/// smaller than its entry declares: the runtime and the artifact disagree.
+/// Status a kernel returns when the worker index is out of range, the worker scratch is
+/// smaller than its entry declares, or (a kernel keeping one workgroup's rows in worker
+/// scratch) the workgroup has more rows than the compiler reserved for, that is fewer
+/// workgroups than the artifact's dispatch: the runtime and the artifact disagree.
 pub const KERNEL_WORKER_MISMATCH: u32 = 3;
 
 /// The alignment, in bytes, of every worker's scratch slice (a cache line, and the widest

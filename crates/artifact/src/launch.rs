@@ -10,12 +10,16 @@
 //!   *chain*: a dispatch marked [`Command::Dispatch::chained`] and the dispatch after it
 //!   (itself possibly chained on) have the same workgroup count and run together, workgroup
 //!   by workgroup: for each workgroup index `g`, on one thread and in order, each link's call
-//!   with index `g`; different indices may run concurrently and in any order. The compiler
-//!   guarantees that every byte a link's workgroup `g` reads or writes that another link of
-//!   the chain writes is touched by no other index of any link: so a chain computes what its
-//!   dispatches run one after the other would, while the data one link leaves for the next is
-//!   still in the cache (`accy-lower`'s `plan/chain.rs` forms them: a row softmax's or layer
-//!   norm's passes over a block of rows). Setup plans have no chains;
+//!   with index `g`, all with the same worker index (whose scratch carries bytes from link to
+//!   link, [`crate::abi`]); different indices may run concurrently and in any order. The
+//!   compiler guarantees that every binding byte a link's workgroup `g` reads or writes that
+//!   another link of the chain writes is touched by no other index of any link: so a chain computes
+//!   what its dispatches run one after the other would, while the data one link leaves for the
+//!   next is still in the cache (`accy-lower`'s `plan/chain.rs` forms them: a row softmax's or
+//!   layer norm's passes over a block of rows). Its kernels may rely on this order: one that
+//!   keeps a workgroup's rows of an intermediate in worker scratch for the next link
+//!   (`accy-lower`'s `plan/row_scratch.rs`) computes the chain only run this way. Setup plans
+//!   have no chains;
 //! - the workgroups `0..workgroups` of one dispatch may run concurrently and in any order: the
 //!   compiler guarantees that no two workgroups write the same byte and that no workgroup reads
 //!   a byte another one of the same dispatch writes;

@@ -14,8 +14,9 @@
 //!   with a [`LaunchError`] naming the kernel; workgroups not yet started are skipped.
 //! - A chain (dispatches marked `chained`, then one that is not) runs as one dispatch whose
 //!   every workgroup calls each link's kernel in turn with its index, each with the link's
-//!   own state; its workgroups are handed out one contiguous range per worker
-//!   (`chain_order.rs`), for the chain's prefetch hints.
+//!   own state but the same worker and worker scratch (a link may leave rows there for the
+//!   next, `accy_artifact::abi`); its workgroups are handed out one contiguous range per
+//!   worker (`chain_order.rs`), for the chain's prefetch hints.
 //!
 //! Nothing here allocates (except to describe a failure): every table was built at load or
 //! by `prepare_borrowed` in the reusable [`crate::Scratch`].

@@ -71,14 +71,17 @@ pub type Dispatcher<'a> = dyn FnMut(u32, &mut [Vec<u8>], Grid) -> Result<(), Str
 /// kernel reading what it writes through another binding), and so is a kernel that changed a
 /// binding it may only read. A chain is run both as its links one after the other and
 /// workgroup by workgroup in both orders, and refused if they differ (its links depend on
-/// each other across workgroups). Errors are messages for a test failure.
+/// each other across workgroups); but a chain some of whose kernels `alone` says do not
+/// compute their dispatch run alone (machine code keeping a workgroup's rows in worker
+/// scratch for the next link, `crate::kernel::RowScratch`) runs only workgroup by workgroup,
+/// in both orders. Errors are messages for a test failure.
 pub fn run_commands(
     plan: &ArtifactPlan,
     constants: &[u8],
     [setup, commands]: [&[Command]; 2],
     program: &Program,
     args: &[Tensor],
-    dispatch: &mut Dispatcher<'_>,
+    (dispatch, alone): (&mut Dispatcher<'_>, &dyn Fn(u32) -> bool),
 ) -> Result<Vec<Tensor>, String> {
     if args.len() != program.params.len() {
         return Err(format!(
@@ -127,8 +130,8 @@ pub fn run_commands(
         slots.push(data);
     }
 
-    execute(setup, &mut slots, dispatch).map_err(|e| format!("setup {e}"))?;
-    execute(commands, &mut slots, dispatch)?;
+    execute(setup, &mut slots, dispatch, alone).map_err(|e| format!("setup {e}"))?;
+    execute(commands, &mut slots, dispatch, alone)?;
 
     let outputs = plan.output_slots();
     program
@@ -153,6 +156,7 @@ fn execute(
     commands: &[Command],
     slots: &mut [Vec<u8>],
     dispatch: &mut Dispatcher<'_>,
+    alone: &dyn Fn(u32) -> bool,
 ) -> Result<(), String> {
     let mut c = 0;
     while let Some(command) = commands.get(c) {
@@ -186,7 +190,12 @@ fn execute(
                         .position(|d| !matches!(d, Command::Dispatch { chained: true, .. }))
                         .map(|i| c + i)
                         .ok_or_else(|| format!("command {c}: a chain with no last link"))?;
-                    run_chain(commands, c..=last, *workgroups, slots, dispatch)?;
+                    let links_in_turn = commands[c..=last].iter().all(|d| match d {
+                        Command::Dispatch { kernel, .. } => alone(*kernel),
+                        _ => false,
+                    });
+                    let chain = (c..=last, *workgroups);
+                    run_chain(commands, chain, slots, dispatch, links_in_turn)?;
                     c = last;
                 }
             }
@@ -197,27 +206,26 @@ fn execute(
 }
 
 /// Runs the chain `links` (command numbers) of `count` workgroups over `slots`: its links one
-/// after the other, as a chain promises to compute, and also workgroup by workgroup, first
-/// to last and last to first (each workgroup's links in order); any difference is an error.
-/// A link that reads what another link writes in a different workgroup sees it in one of the
-/// two orders and not in the other.
+/// after the other (when `links_in_turn`), as a chain promises to compute, and workgroup by
+/// workgroup, first to last and last to first (each workgroup's links in order); any
+/// difference is an error. A link that reads what another link writes in a different
+/// workgroup sees it in one of the two orders and not in the other.
 fn run_chain(
     commands: &[Command],
-    links: std::ops::RangeInclusive<usize>,
-    count: u32,
+    (links, count): (std::ops::RangeInclusive<usize>, u32),
     slots: &mut [Vec<u8>],
     dispatch: &mut Dispatcher<'_>,
+    links_in_turn: bool,
 ) -> Result<(), String> {
     let first = *links.start();
     let mut sequential = slots.to_vec();
-    for link in links.clone() {
-        run_dispatch(
-            link,
-            &commands[link],
-            &mut sequential,
-            dispatch,
-            Grid::All(count),
-        )?;
+    let mut reference = None;
+    if links_in_turn {
+        for link in links.clone() {
+            let grid = Grid::All(count);
+            run_dispatch(link, &commands[link], &mut sequential, dispatch, grid)?;
+        }
+        reference = Some(sequential.clone());
     }
     for last_first in [false, true] {
         let mut chained = slots.to_vec();
@@ -228,13 +236,25 @@ fn run_chain(
                 run_dispatch(link, &commands[link], &mut chained, dispatch, grid)?;
             }
         }
-        if chained != sequential {
-            return Err(format!(
-                "command {first}: the chain computes something else workgroup by workgroup \
-                 ({} first) than its links one after the other",
-                if last_first { "last" } else { "first" }
-            ));
+        match &reference {
+            None => reference = Some(chained),
+            Some(expected) if chained != *expected => {
+                let order = if last_first { "last" } else { "first" };
+                let against = if links_in_turn {
+                    "its links one after the other"
+                } else {
+                    "workgroup by workgroup, first first"
+                };
+                return Err(format!(
+                    "command {first}: the chain computes something else workgroup by \
+                     workgroup ({order} first) than {against}"
+                ));
+            }
+            Some(_) => {}
         }
+    }
+    if let Some(result) = reference {
+        sequential = result;
     }
     slots.clone_from_slice(&sequential);
     Ok(())
@@ -309,6 +329,9 @@ fn workgroup_share(k: &LoopKernel, index: u32, count: u32) -> Result<Option<Loop
     };
     let mut share = k.clone();
     share.dims[0] = hi - lo;
+    // Where the rows live at run time does not concern the interpreter, and the shifted maps
+    // no longer start their rows at 0.
+    share.row_scratch.clear();
     shift(&mut share.store.map)?;
     for n in &mut share.nodes {
         match &mut n.node {
@@ -358,7 +381,7 @@ pub fn run_lowered(
         [&lowered.setup, &lowered.commands],
         program,
         args,
-        &mut dispatch,
+        (&mut dispatch, &|_| true),
     )
 }
 
@@ -375,11 +398,25 @@ pub fn run_artifact(
         code: artifact.code.clone(),
         entries: artifact.kernels.clone(),
     };
+    // One worker's scratch for every chain link: a chain's links of one workgroup find what
+    // the previous links left there, as the runtime promises. (Other dispatches get fresh
+    // scratch of exactly the size they declare, against its guard page.)
+    let most = artifact.kernels.iter().map(|e| e.worker_scratch).max();
+    let scratch = std::cell::RefCell::new(vec![0xA5u8; most.unwrap_or(0) as usize]);
+    // A chain link declaring worker scratch keeps rows there for the next link: the chain
+    // then computes only workgroup by workgroup. (Chains link loop kernels only.)
+    let alone = |k: u32| {
+        artifact
+            .kernels
+            .get(k as usize)
+            .is_none_or(|e| e.worker_scratch == 0)
+    };
     let mut dispatch = |kernel: u32, buffers: &mut [Vec<u8>], grid: Grid| {
         let launch = match grid {
             Grid::All(workgroups) => conformance::Launch::new(workgroups),
             Grid::One { index, count } => conformance::Launch {
                 only: Some(index),
+                worker_scratch: Some(&scratch),
                 ..conformance::Launch::new(count)
             },
         };
@@ -398,7 +435,7 @@ pub fn run_artifact(
         [&artifact.setup.commands, &artifact.launch.commands],
         program,
         args,
-        &mut dispatch,
+        (&mut dispatch, &alone),
     )
 }
 

@@ -10,6 +10,21 @@ use accy_ir::interp::eval;
 use accy_ir::{BinaryOp, Builder, DType, Program, ReduceOp, Tensor, Type, UnaryOp};
 use accy_session::{Error, Scratch, Session, SessionOptions, ThreadPool};
 
+/// A row softmax of f32[rows, cols].
+fn softmax(rows: u64, cols: u64) -> Program {
+    let mut b = Builder::new();
+    let x = b.input("x", Type::new(DType::F32, &[rows, cols])).unwrap();
+    let m = b.reduce(ReduceOp::Max, x, &[1]).unwrap();
+    let mb = b.broadcast(m, &[rows, cols], &[0]).unwrap();
+    let d = b.binary(BinaryOp::Sub, x, mb).unwrap();
+    let e = b.unary(UnaryOp::Exp, d).unwrap();
+    let s = b.reduce(ReduceOp::Sum, e, &[1]).unwrap();
+    let sb = b.broadcast(s, &[rows, cols], &[0]).unwrap();
+    let y = b.binary(BinaryOp::Div, e, sb).unwrap();
+    b.output(y).unwrap();
+    b.finish().unwrap()
+}
+
 /// Programs whose kernels are large enough to be split into several workgroups: a row
 /// softmax (2 MiB, larger than most L2 caches), a transcendental chain, a dot, and an
 /// integer reduction.
@@ -17,17 +32,7 @@ fn programs() -> Vec<(&'static str, Program)> {
     let f32t = |dims: &[u64]| Type::new(DType::F32, dims);
     let mut out = Vec::new();
 
-    let mut b = Builder::new();
-    let x = b.input("x", f32t(&[1024, 512])).unwrap();
-    let m = b.reduce(ReduceOp::Max, x, &[1]).unwrap();
-    let mb = b.broadcast(m, &[1024, 512], &[0]).unwrap();
-    let d = b.binary(BinaryOp::Sub, x, mb).unwrap();
-    let e = b.unary(UnaryOp::Exp, d).unwrap();
-    let s = b.reduce(ReduceOp::Sum, e, &[1]).unwrap();
-    let sb = b.broadcast(s, &[1024, 512], &[0]).unwrap();
-    let y = b.binary(BinaryOp::Div, e, sb).unwrap();
-    b.output(y).unwrap();
-    out.push(("softmax", b.finish().unwrap()));
+    out.push(("softmax", softmax(1024, 512)));
 
     let mut b = Builder::new();
     let x = b.input("x", f32t(&[1 << 16])).unwrap();
@@ -244,4 +249,45 @@ fn a_release_racing_with_invokes_never_lets_a_stale_handle_through() {
     }
     assert!(ran > 0, "the invokers never ran the program");
     assert!(refused > 0, "the invokers never saw the release");
+}
+
+/// A row softmax of 16 MiB: at least half the last-level cache that most hosts report, so its
+/// passes form a dispatch chain whose stored `exp` keeps each workgroup's rows in the worker's
+/// scratch from the link that writes them to the two that read them. Run by the runtime's
+/// pool at several thread counts, in exact mode, it must equal the interpreter bit for bit.
+/// On a host whose last-level cache is too large for a chain it says so and checks the
+/// results all the same.
+#[test]
+fn a_chained_softmax_keeps_rows_in_worker_scratch_on_every_thread_count() {
+    let program = softmax(4096, 1024);
+    let args = args(&program);
+    let expected = eval(&program, &args).unwrap();
+    let options = SessionOptions::default().with_reassociate_float_sums(false);
+    let one = Session::with_options(options.with_threads(1)).unwrap();
+    let bytes = one.compile_program_artifact(&program).unwrap();
+    let artifact = accy_artifact::Artifact::from_bytes(&bytes).unwrap();
+    let chained = artifact
+        .launch
+        .commands
+        .iter()
+        .any(|c| matches!(c, accy_artifact::Command::Dispatch { chained: true, .. }));
+    let in_scratch = artifact.kernels.iter().any(|k| k.worker_scratch > 0);
+    if !chained || !in_scratch {
+        #[allow(clippy::print_stderr, reason = "tell the log what was skipped")]
+        {
+            eprintln!(
+                "skipped the worker-scratch part: no chain with rows in worker scratch on \
+                 this host (chained {chained}, worker scratch {in_scratch})"
+            );
+        }
+    }
+    for threads in [1, 2, 3] {
+        let session = Session::with_options(options.with_threads(threads)).unwrap();
+        let actual = run(&session, &program, &args);
+        assert_eq!(
+            expected[0].data().to_le_bytes(),
+            actual[0],
+            "{threads} threads"
+        );
+    }
 }

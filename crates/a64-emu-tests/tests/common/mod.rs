@@ -144,8 +144,17 @@ pub fn run_code(
         (workgroups, Launch::new(workgroups).calls()),
         abi_version,
         &lengths,
-        0,
+        WorkerScratch::Fresh(0),
     )
+}
+
+/// The worker scratch of an emulated run.
+#[derive(Clone, Copy)]
+pub enum WorkerScratch<'a> {
+    /// This many fresh bytes.
+    Fresh(u64),
+    /// These bytes, written back after the calls (a chain's links share them).
+    Kept(&'a std::cell::RefCell<Vec<u8>>),
 }
 
 /// [`run_code`], but the dispatch state claims `lengths` (one per buffer, or a different
@@ -159,8 +168,17 @@ pub fn run_code_claiming(
     (workgroups, calls): (u32, std::ops::Range<u32>),
     abi_version: u32,
     lengths_claimed: &[u64],
-    worker_scratch: u64,
+    worker_scratch: WorkerScratch<'_>,
 ) -> RunResult<Vec<u32>> {
+    let worker_scratch_arg = worker_scratch;
+    let kept = match &worker_scratch {
+        WorkerScratch::Kept(bytes) => Some(bytes.borrow().clone()),
+        WorkerScratch::Fresh(_) => None,
+    };
+    let worker_scratch = match &worker_scratch {
+        WorkerScratch::Kept(bytes) => bytes.borrow().len() as u64,
+        WorkerScratch::Fresh(n) => *n,
+    };
     let mut uc = Unicorn::new(Arch::ARM64, Mode::LITTLE_ENDIAN).map_err(err("new"))?;
     // The ARMv8.0 baseline the backend targets (A72 is also unicorn's default).
     uc.ctl_set_cpu_model(Arm64CpuModel::A72 as i32)
@@ -215,6 +233,12 @@ pub fn run_code_claiming(
         )
         .map_err(err("map worker scratch"))?;
     }
+    // Kept bytes end at the unmapped page, like a binding's.
+    let worker_at = worker_base + round_up(worker_scratch) - worker_scratch;
+    if let Some(bytes) = kept.as_ref().filter(|b| !b.is_empty()) {
+        uc.mem_write(worker_at, bytes)
+            .map_err(err("write worker scratch"))?;
+    }
 
     // The state page: DispatchState, pointers, lengths, import table.
     let n = buffers.len() as u64;
@@ -263,9 +287,16 @@ pub fn run_code_claiming(
     } else {
         round_up(worker_scratch)
     };
+    // Fresh scratch starts at its mapping (its stride rounds up to the page end); kept bytes
+    // end at the page, their stride exactly their length.
+    let (base, stride) = if kept.is_some() {
+        (worker_at, worker_scratch)
+    } else {
+        (worker_base, stride)
+    };
     put(
         field(DispatchState::OFFSET_WORKER_SCRATCH),
-        &worker_base.to_le_bytes(),
+        &base.to_le_bytes(),
     );
     put(
         field(DispatchState::OFFSET_WORKER_SCRATCH_STRIDE),
@@ -347,6 +378,13 @@ pub fn run_code_claiming(
             uc.mem_read(a, b).map_err(err("read binding"))?;
         }
     }
+    if let WorkerScratch::Kept(bytes) = worker_scratch_arg {
+        let mut bytes = bytes.borrow_mut();
+        if !bytes.is_empty() {
+            uc.mem_read(worker_at, &mut bytes)
+                .map_err(err("read worker scratch"))?;
+        }
+    }
     Ok(statuses)
 }
 
@@ -391,7 +429,10 @@ impl KernelRunner for EmulatorRunner {
             (launch.workgroups, launch.calls()),
             launch.abi_version,
             &lengths,
-            worker_scratch,
+            match launch.worker_scratch {
+                Some(kept) => WorkerScratch::Kept(kept),
+                None => WorkerScratch::Fresh(worker_scratch),
+            },
         )
     }
 }

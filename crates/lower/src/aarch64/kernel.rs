@@ -13,6 +13,9 @@
 //! x19 = state, x20 = state.bindings, x21 = state.imports   (callee-saved: survive imports)
 //! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
 //!   otherwise workgroup 0 does everything and the others return at once
+//! [with worker-scratch rows (`RowScratch`): worker >= worker_count, a worker scratch too
+//!   small or a share of too many rows -> return KERNEL_WORKER_MISMATCH; x20 = the frame's
+//!   copy of the binding addresses, those bindings pointing into the worker's scratch]
 //! map offsets = offset + stride[0] * lo0 ; constants into their slots (once)
 //! for each dim, outermost first (pre-tested, so an empty dim runs nothing):
 //!     body ; counter += 1 ; every map offset += its stride for that dim
@@ -28,6 +31,7 @@
 
 use accy_artifact::abi::{
     DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH,
+    KERNEL_WORKER_MISMATCH,
 };
 use accy_ir::DType;
 #[allow(
@@ -121,7 +125,8 @@ impl Emitter<'_> {
 
     fn emit_function(&mut self) -> Result<(), EmitError> {
         let size = u32::try_from(self.lay.size).map_err(|_| self.unsupported("a frame size"))?;
-        let (mismatch, bad_bindings, done, exit) = (
+        let (mismatch, bad_bindings, bad_worker, done, exit) = (
+            self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
@@ -145,6 +150,9 @@ impl Emitter<'_> {
             }
         }
         sub_sp(self.ops, size);
+        if let Some(rows) = self.lay.rows {
+            str_slot(self.ops, Slot::W, 2, rows.worker);
+        }
         a64!(self.ops
             ; mov x19, x0
             ; ldr w9, [x0, #DispatchState::OFFSET_ABI_VERSION]
@@ -158,6 +166,7 @@ impl Emitter<'_> {
         );
         self.emit_binding_checks(bad_bindings);
         self.emit_share(done);
+        self.emit_row_scratch(bad_worker);
         self.emit_map_init();
         self.emit_consts()?;
         self.emit_dim(0)?;
@@ -168,6 +177,15 @@ impl Emitter<'_> {
             ; =>bad_bindings
             ; mov w0, #KERNEL_BINDING_MISMATCH
             ; b =>exit
+        );
+        if self.lay.rows.is_some() {
+            a64!(self.ops
+                ; =>bad_worker
+                ; mov w0, #KERNEL_WORKER_MISMATCH
+                ; b =>exit
+            );
+        }
+        a64!(self.ops
             ; =>mismatch
             ; mov w0, #KERNEL_ABI_MISMATCH
             ; =>exit
@@ -238,6 +256,57 @@ impl Emitter<'_> {
             ; mul x14, x13, x10 ; udiv x14, x14, x9 ; madd x0, x12, x10, x14
         );
         str_slot(self.ops, Slot::X, gpr::X0, hi0);
+    }
+
+    /// For [`crate::kernel::RowScratch`] bindings: checks the worker index, the worker
+    /// scratch's size and the share's row count (`bad` otherwise), then points x20 at the
+    /// frame's copy of the binding addresses, in which each such binding's address is
+    /// `worker scratch + worker·stride + offset - lo0·row_bytes`: row `lo0` lands at the
+    /// reservation's start, and the share's rows, at most `bytes / row_bytes` of them, inside
+    /// it. Runs after the share (dim 0's start is in `tmp`); clobbers x9-x11, x16 and x17.
+    fn emit_row_scratch(&mut self, bad: DynamicLabel) {
+        let Some(rows) = self.lay.rows else {
+            return;
+        };
+        let (end, most_rows) = crate::emit::frame::row_scratch_limits(self.k);
+        let (tmp, hi0) = (self.lay.tmp, self.lay.hi0);
+        ldr_slot(self.ops, Slot::W, 9, rows.worker);
+        a64!(self.ops
+            ; ldr w10, [x19, #DispatchState::OFFSET_WORKER_COUNT]
+            ; cmp w9, w10
+            ; b.hs =>bad
+            ; ldr x10, [x19, #DispatchState::OFFSET_WORKER_SCRATCH_STRIDE]
+        );
+        mov_imm(self.ops, 11, end as i64);
+        a64!(self.ops; cmp x10, x11 ; b.lo =>bad);
+        ldr_slot(self.ops, Slot::X, 10, hi0);
+        ldr_slot(self.ops, Slot::X, 11, tmp);
+        a64!(self.ops; sub x10, x10, x11);
+        mov_imm(self.ops, 11, most_rows as i64);
+        a64!(self.ops; cmp x10, x11 ; b.hi =>bad);
+        for i in 0..self.k.bindings.len() as u32 {
+            // check_shape bounds the count by MAX_BINDINGS (256): the scaled offset fits.
+            let at = i * DispatchState::BINDING_STRIDE;
+            a64!(self.ops; ldr x9, [x20, #at]);
+            str_slot(self.ops, Slot::X, 9, rows.bindings + at as i32);
+        }
+        for r in &self.k.row_scratch {
+            let at = r.binding as i32 * DispatchState::BINDING_STRIDE as i32;
+            ldr_slot(self.ops, Slot::W, 9, rows.worker);
+            ldr_slot(self.ops, Slot::X, 11, tmp);
+            a64!(self.ops
+                ; ldr x10, [x19, #DispatchState::OFFSET_WORKER_SCRATCH_STRIDE]
+                ; mul x9, x9, x10
+                ; ldr x10, [x19, #DispatchState::OFFSET_WORKER_SCRATCH]
+                ; add x9, x9, x10
+            );
+            mul_imm(self.ops, 11, r.row_bytes as i64);
+            a64!(self.ops; sub x9, x9, x11);
+            add_imm(self.ops, 9, r.offset as i64);
+            str_slot(self.ops, Slot::X, 9, rows.bindings + at);
+        }
+        mov_imm(self.ops, 9, i64::from(rows.bindings));
+        a64!(self.ops; mov x20, sp ; add x20, x20, x9);
     }
 
     /// Every map's offset at point (lo0, 0, …, 0).

@@ -107,7 +107,8 @@ impl Target for A64Target {
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
-            Kernel::Loop(k) => kernel::emit_kernel(ops, k, options.reassociate).map(|()| 0),
+            Kernel::Loop(k) => kernel::emit_kernel(ops, k, options.reassociate)
+                .map(|()| crate::emit::frame::row_scratch_limits(k).0),
             Kernel::Contraction(k) => gemm::emit_contraction(ops, k, options.reassociate),
         })
     }

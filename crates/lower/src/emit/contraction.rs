@@ -456,6 +456,7 @@ fn epilogue_kernel(
         result: k.result,
         reduction: None,
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     kernel.validate().map_err(|e| e.to_string())?;
     Ok((kernel, relocs))

@@ -36,6 +36,10 @@ pub(crate) struct Layout {
     pub tmp: i32,
     /// The first of the 32-byte vector slots.
     pub vec_base: i32,
+    /// For a kernel with [`crate::kernel::RowScratch`] bindings: the worker index (4 bytes
+    /// in an 8-byte slot) and the copy of the dispatch's binding addresses (8 bytes per
+    /// binding) in which those bindings point into the worker's scratch. `None` otherwise.
+    pub rows: Option<RowsFrame>,
     /// Total frame size, a multiple of 16.
     pub size: i32,
 }
@@ -71,6 +75,7 @@ impl Layout {
             acc: 0,
             tmp: 0,
             vec_base: 0,
+            rows: None,
             size: 0,
         };
         // Vector slots first, so their 32-byte offsets stay aligned relative to the frame.
@@ -91,6 +96,11 @@ impl Layout {
         layout.hi0 = take(8).ok_or_else(too_big)?;
         layout.acc = take(8).ok_or_else(too_big)?;
         layout.tmp = take(8).ok_or_else(too_big)?;
+        if !k.row_scratch.is_empty() {
+            let worker = take(8).ok_or_else(too_big)?;
+            let bindings = take(8 * k.bindings.len() as u64).ok_or_else(too_big)?;
+            layout.rows = Some(RowsFrame { worker, bindings });
+        }
         let size = next.div_ceil(16) * 16;
         if size > u64::from(MAX_FRAME) {
             return Err(too_big());
@@ -104,6 +114,35 @@ impl Layout {
         // Bounded by the frame size check in `new`.
         self.vec_base + 32 * i as i32
     }
+}
+
+/// Frame offsets of what a kernel with [`crate::kernel::RowScratch`] bindings keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowsFrame {
+    /// The worker index the kernel was called with (a `u32`).
+    pub worker: i32,
+    /// The kernel's own copy of the binding address array.
+    pub bindings: i32,
+}
+
+/// What the prologue of a kernel with [`crate::kernel::RowScratch`] bindings checks, as
+/// `(bytes, rows)`: the worker scratch it needs (the end of its last reservation; also what
+/// its entry declares) and the most rows its workgroup's share may have, so that every row
+/// lands inside the worker's slice.
+pub(crate) fn row_scratch_limits(k: &LoopKernel) -> (u64, u64) {
+    let end = k
+        .row_scratch
+        .iter()
+        .map(|r| r.offset.saturating_add(r.bytes))
+        .max()
+        .unwrap_or(0);
+    let rows = k
+        .row_scratch
+        .iter()
+        .map(|r| r.bytes / r.row_bytes.max(1))
+        .min()
+        .unwrap_or(0);
+    (end, rows)
 }
 
 /// A map whose running offset the loops maintain.

@@ -102,8 +102,10 @@ pub(crate) const STREAM_MIN_RUN: u64 = 256;
 /// An earlier measurement on another host found the opposite at 16 MiB, 1.4 ms through the
 /// cache and 2.5 ms streamed), it walks its innermost dim
 /// contiguously in runs of at least 256 elements (`STREAM_MIN_RUN`), its elements are 4 or 8
-/// bytes, and no node reads the store binding (so an emitter may store a point twice, with the
-/// same value, to reach an aligned address). Only where the result cannot change: a store's
+/// bytes, no node reads the store binding (so an emitter may store a point twice, with the
+/// same value, to reach an aligned address), and the store binding does not live in worker
+/// scratch (`crate::kernel::RowScratch`: the chain's next link rereads it from the cache).
+/// Only where the result cannot change: a store's
 /// value is the same whichever instruction writes it. An emitter honours it on its vectorized
 /// stores and may ignore it.
 pub fn streams_stores(k: &LoopKernel, caches: &accy_artifact::Blocking) -> bool {
@@ -111,7 +113,10 @@ pub fn streams_stores(k: &LoopKernel, caches: &accy_artifact::Blocking) -> bool 
         return false;
     };
     let size = store.dtype.size_bytes();
+    // A store into worker scratch is reread from the cache by the chain's next link.
+    let in_scratch = k.row_scratch.iter().any(|r| r.binding == k.store.binding);
     k.reduction.is_none()
+        && !in_scratch
         && (size == 4 || size == 8)
         && streaming_size(store.elements.saturating_mul(size), caches)
         && k.store.map.strides.last() == Some(&1)

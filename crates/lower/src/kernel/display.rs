@@ -1,6 +1,6 @@
 //! Kernels print themselves, as cranelift prints its IR: one header line with the iteration
-//! space, one line per binding, one per node, the store, and a prefetch hint if the kernel
-//! has one. `accy inspect` shows this text.
+//! space, one line per binding, one per node, the store, a prefetch hint if the kernel has
+//! one and a line per binding that lives in worker scratch. `accy inspect` shows this text.
 //!
 //! ```text
 //! kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced
@@ -109,6 +109,13 @@ impl fmt::Display for LoopKernel {
                 f,
                 "  prefetch b{} {} elements ahead of each vector load",
                 p.binding, p.ahead
+            )?;
+        }
+        for r in &self.row_scratch {
+            writeln!(
+                f,
+                "  b{} in worker scratch: one workgroup's rows at +{}, {} bytes a row, {} bytes",
+                r.binding, r.offset, r.row_bytes, r.bytes
             )?;
         }
         Ok(())

@@ -118,6 +118,16 @@ pub enum KernelError {
         /// The binding named.
         binding: u32,
     },
+    /// A [`super::RowScratch`] entry the kernel's accesses do not allow.
+    #[error("kernel `{kernel}`: binding {binding} cannot live in worker scratch: {why}")]
+    RowScratch {
+        /// Kernel name.
+        kernel: String,
+        /// The binding named.
+        binding: u32,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// An access's dtype differs from its binding's.
     #[error("kernel `{kernel}`: {site} accesses binding {binding} of {binding_dtype} as {dtype}")]
     BindingDType {

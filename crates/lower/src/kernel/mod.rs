@@ -43,12 +43,14 @@ mod contraction;
 mod display;
 mod error;
 mod interp;
+mod rows;
 mod scale_b;
 mod validate;
 
 pub use contraction::{ContractionKernel, Operand};
 pub use error::{KernelError, Site};
 pub use interp::{run_contraction, run_kernel};
+pub use rows::{RowScratch, Rows};
 
 /// A kernel in either form; what [`crate::Target::emit`] translates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -298,6 +300,11 @@ pub struct LoopKernel {
     /// soon, or `None`. No effect on any result: interpreters ignore it, and so may an
     /// emitter.
     pub prefetch: Option<Prefetch>,
+    /// The bindings whose rows live in the worker's scratch rather than at the dispatch's
+    /// address for them ([`RowScratch`]); empty for most kernels. Interpreters ignore it (they
+    /// run every binding as a whole buffer); machine code with it computes its bytes only as
+    /// a link of its chain, each workgroup's links in turn on one worker.
+    pub row_scratch: Vec<RowScratch>,
 }
 
 /// A cache hint of a [`LoopKernel`]: wherever the vector loop loads a whole vector of

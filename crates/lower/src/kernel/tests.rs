@@ -51,6 +51,7 @@ fn exp_kernel() -> LoopKernel {
             map: IndexMap::new(0, &[3, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -349,6 +350,7 @@ fn gather_kernel(axis_len: u64, axis_stride: i64) -> LoopKernel {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -382,3 +384,4 @@ fn gather_rules_and_clamping() {
 }
 
 mod interp;
+mod row_scratch;

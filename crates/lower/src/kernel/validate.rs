@@ -19,7 +19,11 @@
 //!    `0..=(axis_len - 1) * axis_stride` is added. Loads range over all dims, the store over
 //!    the parallel dims only (with a reduction, a store happens even when a reduction dim is 0);
 //! 6. the prefetch hint, if any, names a binding some `Load` reads (where it points is not
-//!    checked: a prefetch is not an access).
+//!    checked: a prefetch is not an access);
+//! 7. each [`super::RowScratch`] names a distinct binding that is row-partitioned with its
+//!    `row_bytes` ([`LoopKernel::rows_of`]) along a parallel dim 0, reserves a whole number
+//!    of rows (at least one) at a 64-byte-aligned offset, within
+//!    `accy_artifact::abi::MAX_WORKER_SCRATCH`, and no two reserve overlapping bytes.
 //!
 //! Because each map is affine, its extreme values over a box are reached at corners, one dim
 //! at a time: `offset + Σ min(0, s·(n-1))` and `offset + Σ max(0, s·(n-1))`. So the check is
@@ -448,7 +452,7 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
             });
         }
     }
-    Ok(())
+    k.check_row_scratch(&c.name())
 }
 
 fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {

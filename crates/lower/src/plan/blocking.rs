@@ -175,6 +175,7 @@ mod tests {
             },
             reduction: None,
             prefetch: None,
+            row_scratch: Vec::new(),
         }
     }
 

@@ -30,7 +30,9 @@
 //! the core waits, and the later links compute on it from the cache while memory idles. So
 //! the last link also carries a cache hint ([`crate::kernel::Prefetch`], from [`prefetch`]):
 //! with each vector it loads of the largest region the first link reads row by row (and no
-//! link writes), fetch the same element of the next workgroup's rows. The executor hands a
+//! link writes), fetch the same element of the next workgroup's rows. (When the last link
+//! does not load that region, as a softmax's division of its stored exp, the latest link
+//! that does carries it.) The executor hands a
 //! chain's workgroups to its workers in one contiguous range each (`accy-executable`'s
 //! `chain_order.rs`), so the next workgroup is usually the same thread's next one.
 //!
@@ -47,75 +49,17 @@
 //! (1 thread, p50: a 24 MiB softmax 2.53 → 2.72 ms, layer norm 2.3 → 2.0 ms; at 16 MiB,
 //! softmax 1.6 → 1.8 ms, layer norm 1.2 ms either way).
 //!
-//! Not handled: a link whose output is at least half the last-level cache stores it with
-//! non-temporal stores (`crate::streams_stores`), so a later link reading it finds it in
-//! memory, not in the cache (as it did before chaining). That is the stored `exp` of a
-//! softmax that large on targets without AVX-512 (measured faster than computing it twice
-//! all the same).
+//! A link's output that only later links of the chain read (a softmax's stored `exp`) keeps
+//! one workgroup's rows in worker scratch instead of spreading them over a buffer for all
+//! rows (`plan/row_scratch.rs`), so it is neither streamed past the cache nor written back
+//! to memory.
 
 use accy_artifact::{Blocking, Command, Region};
 
-use crate::kernel::{Kernel, LoopKernel, Node, Prefetch};
+use crate::kernel::{Kernel, LoopKernel, Prefetch, Rows};
 
 /// The most workgroups a chain gets (a call per link each).
 const MAX_CHAIN_WORKGROUPS: u64 = 4096;
-
-/// How a kernel touches one of its bindings, row by row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rows {
-    /// Not at all.
-    Untouched,
-    /// Outer index `r` touches only the binding's bytes `[r·bytes, (r+1)·bytes)`.
-    Partitioned { bytes: u64 },
-    /// Some other way.
-    Other,
-}
-
-/// How `k` touches binding `b` (`live`: [`LoopKernel::live_nodes`]).
-fn rows_of(k: &LoopKernel, live: &[bool], b: u32) -> Rows {
-    let Some(elem) = k.bindings.get(b as usize).map(|x| x.dtype.size_bytes()) else {
-        return Rows::Other;
-    };
-    let mut maps = Vec::new();
-    for (n, is_live) in k.nodes.iter().zip(live) {
-        match &n.node {
-            Node::Load { binding, map } if *binding == b && *is_live => maps.push(map),
-            Node::Gather { binding, .. } if *binding == b && *is_live => return Rows::Other,
-            _ => {}
-        }
-    }
-    if k.store.binding == b {
-        maps.push(&k.store.map);
-    }
-    let mut stride = None;
-    for map in maps {
-        let Some(&s0) = map.strides.first() else {
-            return Rows::Other;
-        };
-        if s0 <= 0 || stride.is_some_and(|s| s != s0) {
-            return Rows::Other;
-        }
-        stride = Some(s0);
-        // The offset's range over the other dims must stay within one row.
-        let (mut lo, mut hi) = (i128::from(map.offset), i128::from(map.offset));
-        for (&s, &d) in map.strides.iter().zip(&k.dims).skip(1) {
-            let reach = i128::from(s) * i128::from(d.saturating_sub(1));
-            let end = if reach < 0 { &mut lo } else { &mut hi };
-            let Some(moved) = end.checked_add(reach) else {
-                return Rows::Other;
-            };
-            *end = moved;
-        }
-        if lo < 0 || hi >= i128::from(s0) {
-            return Rows::Other;
-        }
-    }
-    match stride.map(|s| s.unsigned_abs().checked_mul(elem)) {
-        None => Rows::Untouched,
-        Some(Some(bytes)) => Rows::Partitioned { bytes },
-        Some(None) => Rows::Other,
-    }
-}
 
 /// One dispatch of a candidate chain: its loop kernel (and its index) and its bindings'
 /// regions with how the kernel touches them.
@@ -142,7 +86,7 @@ fn link_of<'k>(command: &Command, kernels: &'k [Kernel]) -> Option<Link<'k>> {
     let uses = bindings
         .iter()
         .enumerate()
-        .map(|(i, b)| (b.region, b.access.writes(), rows_of(k, &live, i as u32)))
+        .map(|(i, b)| (b.region, b.access.writes(), k.rows_of(&live, i as u32)))
         .collect();
     Some(Link {
         index,
@@ -226,12 +170,13 @@ fn chain_workgroups(chain: &[Link<'_>], counts: &[u32], l2: u64) -> u32 {
     u32::try_from(count).unwrap_or(most).max(1)
 }
 
-/// The hint for the chain's last link when it runs in `workgroups` workgroups: fetch the
+/// The hint for a chain's link when the chain runs in `workgroups` workgroups: fetch the
 /// next workgroup's rows of the largest region the first link reads row by row and no link
-/// writes, where the last link loads that region too. `None` when there is no such region
-/// or no next workgroup.
+/// writes, from the latest link after the first that loads that region too (the last one,
+/// unless it reads only what the chain computed). `None` when there is no such region, link
+/// or next workgroup.
 fn prefetch(chain: &[Link<'_>], workgroups: u32) -> Option<(usize, Prefetch)> {
-    let (first, last) = (chain.first()?, chain.last()?);
+    let first = chain.first()?;
     let rows = *first.kernel.dims.first()?;
     let written = |r: &Region| {
         chain
@@ -246,8 +191,15 @@ fn prefetch(chain: &[Link<'_>], workgroups: u32) -> Option<(usize, Prefetch)> {
     let Rows::Partitioned { bytes } = source.2 else {
         return None;
     };
-    let binding = last.uses.iter().position(|u| {
-        matches!(u.2, Rows::Partitioned { .. }) && u.0.overlaps(&source.0) && same_rows(u, source)
+    // The latest link that reads the rows too: the last one, unless it reads only what the
+    // chain computed (a softmax's stored exp divided by its sum).
+    let (last, binding) = chain.iter().skip(1).rev().find_map(|link| {
+        let binding = link.uses.iter().position(|u| {
+            matches!(u.2, Rows::Partitioned { .. })
+                && u.0.overlaps(&source.0)
+                && same_rows(u, source)
+        })?;
+        Some((link, binding))
     })?;
     let elem = last.kernel.bindings.get(binding)?.dtype.size_bytes();
     if workgroups < 2 || elem == 0 {
@@ -266,7 +218,8 @@ fn prefetch(chain: &[Link<'_>], workgroups: u32) -> Option<(usize, Prefetch)> {
 
 /// Marks runs of consecutive dispatches in `commands` (of `kernels`) as chains where that is
 /// proven right (see the module doc) and pays, giving each chain one workgroup count and its
-/// last link the hint to fetch the next workgroup's rows ([`prefetch`]).
+/// last link (or the latest that can) the hint to fetch the next workgroup's rows
+/// ([`prefetch`]).
 pub(super) fn link(commands: &mut [Command], kernels: &mut [Kernel], caches: &Blocking) {
     for (index, hint) in link_chains(commands, kernels, caches) {
         if let Some(Kernel::Loop(k)) = kernels.get_mut(index) {

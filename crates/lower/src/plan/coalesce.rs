@@ -149,6 +149,7 @@ mod tests {
                 map: IndexMap::new(0, store),
             },
             prefetch: None,
+            row_scratch: Vec::new(),
         }
     }
 

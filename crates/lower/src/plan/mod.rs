@@ -58,6 +58,7 @@ mod expr;
 mod fuse;
 mod ops;
 mod outputs;
+mod row_scratch;
 mod rows;
 mod stream_hint;
 mod tiles;
@@ -431,16 +432,19 @@ impl<'p> Planner<'p> {
         // 4 lanes follow. Unmeasured: NEON, f64 and `tanh`/`sigmoid` (whose expansions cost
         // more than `exp`'s, so storing once pays at least as well). On an Intel AVX-512
         // host (48 KiB L1d, 2 MiB L2, two 512-bit FMA ports; min of three alternating
-        // rounds) the same choice forced either way: 64×1024 stored 26.7-26.8 against
-        // 28.9-29.0 µs recomputed; 256×1024 130-132 against 118-122 µs (the three buffers
-        // outgrow the L2); 4096×1024 3.23-3.29 against 2.22-2.23 ms, and 2.26 ms with the
-        // stored `exp` kept out of non-temporal stores. There the recomputed softmax is
-        // bound by its vector operations (about 40 a vector of 16, two a cycle), and the
-        // stored one by its division pass (36% of its samples, most at `vdivps`; a
-        // multiplication by the row's reciprocal instead took 64×1024 to 21.5 µs).
+        // rounds): 64×1024 stored 26.7-26.8 against 28.9-29.0 µs recomputed, 256×1024 130-132
+        // against 118-122 µs (the three buffers outgrow the L2); the recomputed softmax is
+        // bound by its ~40 vector operations a vector, the stored one by its division pass
+        // (36% of samples at 64×1024; a reciprocal multiplication instead: 21.5 µs).
         let bytes = elements(&inst.ty)?.saturating_mul(inst.ty.dtype.size_bytes());
         let caches = &self.options.caches;
-        let far = bytes > caches.l2 || crate::emit::streaming_size(bytes, caches);
+        // A value that large whose users keep its rows gets a dispatch chain and its rows a
+        // home in worker scratch (`plan/row_scratch.rs`, with measurements).
+        let chained = self.options.fuse
+            && !self.options.row_blocks
+            && crate::emit::streaming_size(bytes, caches)
+            && row_scratch::may_stay_in_rows(program, v);
+        let far = (bytes > caches.l2 || crate::emit::streaming_size(bytes, caches)) && !chained;
         let cheap_math = self.options.expands_math() && self.options.scale_b && far;
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?
@@ -551,6 +555,7 @@ impl<'p> Planner<'p> {
             result: body.result,
             reduction,
             prefetch: None,
+            row_scratch: Vec::new(),
         };
         coalesce::coalesce(&mut kernel);
         blocking::block_transposes(&mut kernel, self.options.transpose_block);
@@ -580,6 +585,12 @@ impl<'p> Planner<'p> {
         // Row-blocked regions (off by default) are the other way to the same reuse.
         if options.fuse && !options.row_blocks {
             chain::link(&mut lowered.commands, &mut lowered.kernels, &options.caches);
+            row_scratch::place(
+                &lowered.commands,
+                &lowered.setup,
+                &mut lowered.kernels,
+                &lowered.plan,
+            );
         }
         stream_hint::hint(&lowered.commands, &mut lowered.kernels, &options.caches);
         Ok(lowered)

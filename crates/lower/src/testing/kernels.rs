@@ -203,6 +203,7 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -309,6 +310,7 @@ pub fn binary_2d(
             map: IndexMap::new(0, &[dims[1] as i64, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -330,6 +332,7 @@ pub fn reduce_2d(op: ReduceOp, dtype: DType, p: u64, r: u64) -> LoopKernel {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -366,5 +369,6 @@ pub fn copy_f32x4() -> LoopKernel {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }

@@ -14,6 +14,9 @@
 //! rbx = state, r12 = state.bindings, r13 = state.imports
 //! dim 0's share [lo0, hi0): the workgroup's contiguous slice of dim 0 when it is parallel;
 //!   otherwise workgroup 0 does everything and the others return at once
+//! [with worker-scratch rows (`RowScratch`): worker >= worker_count, a worker scratch too
+//!   small or a share of too many rows -> return KERNEL_WORKER_MISMATCH; r12 = the frame's
+//!   copy of the binding addresses, those bindings pointing into the worker's scratch]
 //! map offsets = offset + stride[0] * lo0 ; constants and gather lane offsets into their
 //!   slots (once)
 //! for each dim, outermost first (pre-tested, so an empty dim runs nothing):
@@ -30,6 +33,7 @@
 
 use accy_artifact::abi::{
     DispatchState, ABI_VERSION, KERNEL_ABI_MISMATCH, KERNEL_BINDING_MISMATCH,
+    KERNEL_WORKER_MISMATCH,
 };
 use accy_artifact::Blocking;
 use accy_ir::DType;
@@ -185,7 +189,8 @@ impl Emitter<'_> {
 
     fn emit_function(&mut self) -> Result<(), EmitError> {
         let size = self.lay.size;
-        let (mismatch, bad_bindings, done, exit) = (
+        let (mismatch, bad_bindings, bad_worker, done, exit) = (
+            self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
             self.ops.new_dynamic_label(),
@@ -203,6 +208,12 @@ impl Emitter<'_> {
         x64!(self.ops
             ; sub rsp, size
             ; mov rbx, rdi
+        );
+        if let Some(rows) = self.lay.rows {
+            // edx goes in the binding checks and the share's divisions.
+            x64!(self.ops; mov DWORD [rsp + rows.worker], edx);
+        }
+        x64!(self.ops
             ; cmp DWORD [rdi + DispatchState::OFFSET_ABI_VERSION as i32], ABI_VERSION as i32
             ; jne =>mismatch
             ; cmp esi, DWORD [rdi + DispatchState::OFFSET_WORKGROUP_COUNT as i32]
@@ -212,6 +223,7 @@ impl Emitter<'_> {
         );
         self.emit_binding_checks(bad_bindings);
         self.emit_share(done);
+        self.emit_row_scratch(bad_worker);
         self.emit_map_init();
         self.emit_consts()?;
         self.emit_dim(0)?;
@@ -227,6 +239,15 @@ impl Emitter<'_> {
             ; =>bad_bindings
             ; mov eax, KERNEL_BINDING_MISMATCH as i32
             ; jmp =>exit
+        );
+        if self.lay.rows.is_some() {
+            x64!(self.ops
+                ; =>bad_worker
+                ; mov eax, KERNEL_WORKER_MISMATCH as i32
+                ; jmp =>exit
+            );
+        }
+        x64!(self.ops
             ; =>mismatch
             ; mov eax, KERNEL_ABI_MISMATCH as i32
             ; =>exit
@@ -315,6 +336,55 @@ impl Emitter<'_> {
             ; lea rax, [r9 + 1] ; mul rcx ; div r8 ; mov QWORD [rsp + hi0], rax
             ; =>joined
         );
+    }
+
+    /// For [`crate::kernel::RowScratch`] bindings: checks the worker index, the worker
+    /// scratch's size and the share's row count (`bad` otherwise), then points r12 at the
+    /// frame's copy of the binding addresses, in which each such binding's address is
+    /// `worker scratch + worker·stride + offset - lo0·row_bytes`: row `lo0` lands at the
+    /// reservation's start, and the share's rows, at most `bytes / row_bytes` of them, inside
+    /// it. Runs after the share (dim 0's start is in `tmp`); clobbers rax, rcx and rdx.
+    fn emit_row_scratch(&mut self, bad: DynamicLabel) {
+        let Some(rows) = self.lay.rows else {
+            return;
+        };
+        let (end, most_rows) = crate::emit::frame::row_scratch_limits(self.k);
+        let (tmp, hi0) = (self.lay.tmp, self.lay.hi0);
+        x64!(self.ops
+            ; mov eax, DWORD [rsp + rows.worker]
+            ; cmp eax, DWORD [rbx + DispatchState::OFFSET_WORKER_COUNT as i32]
+            ; jae =>bad
+        );
+        mov_imm(self.ops, gpr::RCX, end as i64);
+        x64!(self.ops
+            ; cmp QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH_STRIDE as i32], rcx
+            ; jb =>bad
+            ; mov rax, QWORD [rsp + hi0]
+            ; sub rax, QWORD [rsp + tmp]
+        );
+        mov_imm(self.ops, gpr::RCX, most_rows as i64);
+        x64!(self.ops; cmp rax, rcx ; ja =>bad);
+        for i in 0..self.k.bindings.len() as i32 {
+            let at = i * DispatchState::BINDING_STRIDE as i32;
+            x64!(self.ops
+                ; mov rax, QWORD [r12 + at]
+                ; mov QWORD [rsp + rows.bindings + at], rax
+            );
+        }
+        for r in &self.k.row_scratch {
+            let at = r.binding as i32 * DispatchState::BINDING_STRIDE as i32;
+            x64!(self.ops
+                ; mov eax, DWORD [rsp + rows.worker]
+                ; imul rax, QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH_STRIDE as i32]
+                ; add rax, QWORD [rbx + DispatchState::OFFSET_WORKER_SCRATCH as i32]
+                ; mov rcx, QWORD [rsp + tmp]
+            );
+            mul_imm(self.ops, gpr::RCX, r.row_bytes as i64);
+            x64!(self.ops; sub rax, rcx);
+            super::asm::add_imm(self.ops, gpr::RAX, r.offset as i64);
+            x64!(self.ops; mov QWORD [rsp + rows.bindings + at], rax);
+        }
+        x64!(self.ops; lea r12, [rsp + rows.bindings]);
     }
 
     /// Every map's offset at point (lo0, 0, …, 0).

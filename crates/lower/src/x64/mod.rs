@@ -224,7 +224,8 @@ impl Target for X64Target {
         crate::emit::assemble(kernels, Kernel::name, |ops, k| match k {
             Kernel::Loop(k) => {
                 let caches = Some(&options.caches);
-                kernel::emit_kernel(ops, k, self.tier, options.reassociate, caches).map(|()| 0)
+                kernel::emit_kernel(ops, k, self.tier, options.reassociate, caches)
+                    .map(|()| crate::emit::frame::row_scratch_limits(k).0)
             }
             Kernel::Contraction(k) => gemm::emit_contraction(ops, k, self.tier, options),
         })

@@ -70,6 +70,7 @@ fn sum_squares(rows: u64, cols: u64) -> LoopKernel {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 
@@ -144,6 +145,7 @@ fn in_place_loads_precede_the_store_at_each_point() {
             map: IndexMap::new(1, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     let mut buf = i64_bytes(&[1, 2, 3, 4]);
     run_kernel(&k, &mut [&mut buf]).unwrap();
@@ -173,6 +175,7 @@ fn index_nodes_convert_like_iota() {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     let mut out = vec![0u8; 4];
     run_kernel(&k, &mut [&mut out]).unwrap();

@@ -226,3 +226,74 @@ fn wrong_chains_are_caught() {
     refused_when_chained_by_force(REVERSED);
     refused_when_chained_by_force(SHIFTED);
 }
+
+/// How many kernels keep rows in worker scratch.
+fn in_scratch(lowered: &crate::plan::LoweredProgram) -> usize {
+    lowered
+        .kernels
+        .iter()
+        .filter(|k| k.as_loop().is_some_and(|k| !k.row_scratch.is_empty()))
+        .count()
+}
+
+/// A softmax's stored exp keeps its rows in worker scratch, also when a later softmax's exp
+/// is given the same scratch bytes (slots are reused once a value is dead); an exp that a
+/// command outside the chain reads as well keeps its buffer. (`planned_with` checks each plan
+/// against the interpreter.)
+#[test]
+fn a_chained_exp_keeps_its_rows_in_worker_scratch_while_it_lives() {
+    let (_, one) = planned_with(SOFTMAX, &small_caches());
+    assert_eq!(in_scratch(&one), 3);
+    // Two more softmaxes, each of the previous one's result.
+    let softmax_of = |x: &str, p: &str| {
+        let f = "f32[64,32]";
+        let row = "f32[64]";
+        format!(
+            "  %{p}m = reduce max %{x}, axes=[1] : {row}
+  %{p}mb = broadcast %{p}m, dims=[64,32], axes=[0] : {f}
+  %{p}d = sub %{x}, %{p}mb : {f}
+  %{p}e = exp %{p}d : {f}
+  %{p}s = reduce sum %{p}e, axes=[1] : {row}
+  %{p}sb = broadcast %{p}s, dims=[64,32], axes=[0] : {f}
+  %{p}y = div %{p}e, %{p}sb : {f}
+"
+        )
+    };
+    let thrice = SOFTMAX.replace("output %y\n}", "")
+        + &softmax_of("y", "two_")
+        + &softmax_of("two_y", "three_")
+        + "  output %three_y\n}";
+    let (_, three) = planned_with(&thrice, &small_caches());
+    assert_eq!(in_scratch(&three), 9, "{:#?}", three.kernels);
+    // The third exp was given the first one's bytes (all in one chain here), so both qualify
+    // only by looking at each value's lifetime alone.
+    let exp_regions: Vec<accy_artifact::Region> = three
+        .commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Dispatch {
+                kernel, bindings, ..
+            } => {
+                let k = three.kernels[*kernel as usize].as_loop()?;
+                let store = k.store.binding;
+                k.row_scratch
+                    .iter()
+                    .any(|r| r.binding == store)
+                    .then(|| bindings[store as usize].region)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exp_regions.len(), 3);
+    assert!(exp_regions[0].overlaps(&exp_regions[2]), "{exp_regions:?}");
+    // The exp also read, reversed along its rows' dim, by a later command.
+    let read_later = SOFTMAX.replace(
+        "output %y\n}",
+        "%r = reverse %e, axes=[0] : f32[64,32]
+  output %y
+  output %r
+}",
+    );
+    let (_, later) = planned_with(&read_later, &small_caches());
+    assert_eq!(in_scratch(&later), 0, "{:#?}", later.kernels);
+}

@@ -38,7 +38,7 @@ fn kernels_and_exps(kernels: &[Kernel]) -> (usize, usize) {
 }
 
 #[test]
-fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_in_the_l2() {
+fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_in_a_cache() {
     let expanded = Options {
         fma: true,
         scale_b: true,
@@ -52,15 +52,22 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
     };
     // 16×40 f32 is 2560 bytes. Where a store and a reread would not stay in the L2, an exp
     // expanded with one-instruction scaling is computed by both of its consumers (max, sum
-    // of exp, exp / sum): above an L2 that small, or where the value is at least half the
-    // LLC, the size from which stores may be streamed past the cache (these rows are too
-    // short to be; the planner looks at the size alone).
+    // of exp, exp / sum): above an L2 that small, unless the value is at least half the LLC,
+    // the size from which its passes are chained and its rows kept in worker scratch.
     let tiny_l2 = expanded.clone().with_caches(caches(2048, 0));
+    let (_, l) = planned_with(SOFTMAX, &tiny_l2);
+    assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
     let streamed = expanded.clone().with_caches(caches(4096, 5120));
-    for options in [&tiny_l2, &streamed] {
-        let (_, l) = planned_with(SOFTMAX, options);
-        assert_eq!(kernels_and_exps(&l.kernels), (3, 2));
-    }
+    let (_, l) = planned_with(SOFTMAX, &streamed);
+    assert_eq!(kernels_and_exps(&l.kernels), (4, 1));
+    // The exp's writer and both its readers keep its rows in worker scratch.
+    let in_scratch = l
+        .kernels
+        .iter()
+        .filter_map(Kernel::as_loop)
+        .filter(|k| !k.row_scratch.is_empty())
+        .count();
+    assert_eq!(in_scratch, 3, "{:#?}", l.kernels);
     // Stored once and reread (max, exp, sum, division): at exactly the L2's size and just
     // below half the LLC, with the default caches; and, above the L2 or at half the LLC,
     // when the expansion scales with exponent-field arithmetic or exp is called out per element
@@ -76,6 +83,7 @@ fn softmax_recomputes_its_exp_only_where_scaled_in_one_instruction_and_not_kept_
             scale_b: false,
             ..streamed.clone()
         },
+        streamed.clone(),
         tiny_l2.clone().with_reassociate(false),
         Options {
             fma: false,

@@ -1,11 +1,14 @@
 //! Dispatch chains (`plan/chain.rs`) run by the backend's code: a row softmax and a layer
 //! norm compiled for caches so small that their passes are chained (and their outputs are
 //! stored with non-temporal stores where the backend has them), in exact mode; each
-//! chain run as its links one after the other and workgroup by workgroup in both orders
-//! (every link's kernel with the one workgroup, `Launch::only`), which must agree, and the
-//! result compared bit for bit with the interpreter. The group
-//! fails if the planner formed no chain, or gave the layer norm's last link no prefetch hint,
-//! so it never passes for want of one.
+//! chain run as its links one after the other (the layer norm's; the softmax's links keep
+//! rows in worker scratch and compute only workgroup by workgroup) and workgroup by workgroup
+//! in both orders (every link's kernel with the one workgroup, `Launch::only`), which must
+//! agree, and the result compared bit for bit with the interpreter. The softmax's stored `exp` keeps one
+//! workgroup's rows in worker scratch (`crate::kernel::RowScratch`), which the runner keeps
+//! from one link to the next. The group fails if the planner formed no chain, gave the layer
+//! norm's last link no prefetch hint or the softmax's exp no worker scratch, so it never
+//! passes for want of one.
 
 use accy_artifact::{Blocking, Command};
 use accy_ir::{interp, text, DType, Tensor, TensorData};
@@ -66,6 +69,18 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         if source == LAYER_NORM && !hinted {
             return Err(format!(
                 "the chain's last link has no prefetch hint\n{source}"
+            ));
+        }
+        // The softmax's exp, stored once in exact mode, keeps its rows in worker scratch
+        // from the link that writes them to the two that read them.
+        let in_scratch = compiled
+            .kernels
+            .iter()
+            .filter(|k| k.as_loop().is_some_and(|k| !k.row_scratch.is_empty()))
+            .count();
+        if source == SOFTMAX && in_scratch != 3 {
+            return Err(format!(
+                "{in_scratch} kernels keep rows in worker scratch, not 3\n{source}"
             ));
         }
         let artifact = compiled.artifact;

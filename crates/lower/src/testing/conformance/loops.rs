@@ -138,6 +138,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 map: IndexMap::new(0, &[64, 4, 1]),
             },
             prefetch: None,
+            row_scratch: Vec::new(),
         };
         for workgroups in [1, 2] {
             s.check(&swap, &buffers_for(&swap, 9), workgroups)?;
@@ -160,6 +161,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             map: IndexMap::new(0, &[0, 0, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     s.check(&empty_inner, &buffers_for(&empty_inner, 3), 1)?;
     // Six transposed reads of 128-long runs: more tiles than the frame budget holds, so the
@@ -196,6 +198,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             map: IndexMap::new(0, &[4096, 128, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     for workgroups in [1, 2] {
         s.check(&many_tiles, &buffers_for(&many_tiles, 5), workgroups)?;
@@ -229,6 +232,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             map: IndexMap::new(0, &[1, 4, 12]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     for workgroups in [1, 2, 3, 7] {
         s.check(&k, &buffers_for(&k, 1), workgroups)?;
@@ -312,6 +316,7 @@ pub(super) fn vector_lengths(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
                         map: IndexMap::new(0, &[cols as i64, 1]),
                     },
                     prefetch: None,
+                    row_scratch: Vec::new(),
                 };
                 let buffers = vec![
                     data(dtype, (rows * cols) as usize, rows * 31 + cols),
@@ -397,6 +402,7 @@ pub(super) fn in_place(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     s.check(&same, &buffers_for(&same, 7), 1)?;
     let mut scan = same.clone();
@@ -480,6 +486,7 @@ pub(super) fn uniform_values(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
             map: IndexMap::new(0, &[q as i64, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     s.check(&k, &buffers_for(&k, 7), 4)
@@ -517,6 +524,7 @@ pub(super) fn many_values(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     // Thousands of nodes: a frame past the short offset forms of every ISA.

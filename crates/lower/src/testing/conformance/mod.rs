@@ -43,6 +43,11 @@ pub struct Launch<'a> {
     /// The binding lengths the dispatch state claims instead of the buffers' real ones (their
     /// count may differ too), to test a kernel's own binding checks and the guard pages.
     pub claimed_lengths: Option<&'a [u64]>,
+    /// Worker 0's scratch, kept from one launch to the next (a chain's links of one workgroup
+    /// find what the previous links left there, as the runtime promises): the runner gives
+    /// the calls a copy of these bytes (against a guard page) and writes the copy back after.
+    /// `None`: fresh scratch of the size the kernel's entry declares.
+    pub worker_scratch: Option<&'a std::cell::RefCell<Vec<u8>>>,
 }
 
 impl Launch<'_> {
@@ -53,6 +58,7 @@ impl Launch<'_> {
             only: None,
             abi_version: ABI_VERSION,
             claimed_lengths: None,
+            worker_scratch: None,
         }
     }
 

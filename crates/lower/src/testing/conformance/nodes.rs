@@ -249,6 +249,7 @@ pub(super) fn gather(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                     map: IndexMap::new(0, &[1]),
                 },
                 prefetch: None,
+                row_scratch: Vec::new(),
             };
             for workgroups in [1, 2] {
                 s.check_if_valid(&k, &buffers, workgroups)?;

@@ -287,6 +287,7 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
         reduction,
         store,
         prefetch: None,
+        row_scratch: Vec::new(),
     };
     kernel.validate().ok()?;
     let workgroups = 1 + rng.below(3) as u32;

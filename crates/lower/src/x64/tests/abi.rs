@@ -108,6 +108,7 @@ fn kernel() -> LoopKernel {
             map: IndexMap::new(0, &[9, 1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 

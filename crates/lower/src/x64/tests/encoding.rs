@@ -119,6 +119,7 @@ pub(super) fn add_kernel() -> LoopKernel {
             map: IndexMap::new(0, &[1]),
         },
         prefetch: None,
+        row_scratch: Vec::new(),
     }
 }
 

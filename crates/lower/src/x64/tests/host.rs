@@ -57,8 +57,11 @@ impl KernelRunner for HostRunner {
             return Err(format!("the code uses {used} but declares {declared}"));
         }
         let entry = code.entries.get(index).ok_or("no such kernel")?;
-        let mut workers =
-            GuardedBuffer::new(entry.worker_scratch as usize).map_err(|e| e.to_string())?;
+        let mut workers = match launch.worker_scratch {
+            Some(kept) => GuardedBuffer::from_bytes(&kept.borrow()),
+            None => GuardedBuffer::new(entry.worker_scratch as usize),
+        }
+        .map_err(|e| e.to_string())?;
         let entry = entry.offset;
         let memory = CodeMemory::from_code(&code.code).map_err(|e| e.to_string())?;
         let entry = memory.entry(entry).map_err(|e| e.to_string())?;
@@ -105,6 +108,9 @@ impl KernelRunner for HostRunner {
             .collect();
         for (b, g) in buffers.iter_mut().zip(&guarded) {
             b.copy_from_slice(g.as_slice());
+        }
+        if let Some(kept) = launch.worker_scratch {
+            kept.borrow_mut().copy_from_slice(workers.as_slice());
         }
         Ok(statuses)
     }
