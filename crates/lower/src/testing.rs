@@ -218,14 +218,14 @@ fn run_chain(
     links_in_turn: bool,
 ) -> Result<(), String> {
     let first = *links.start();
-    let mut sequential = slots.to_vec();
     let mut reference = None;
     if links_in_turn {
+        let mut sequential = slots.to_vec();
         for link in links.clone() {
             let grid = Grid::All(count);
             run_dispatch(link, &commands[link], &mut sequential, dispatch, grid)?;
         }
-        reference = Some(sequential.clone());
+        reference = Some(sequential);
     }
     for last_first in [false, true] {
         let mut chained = slots.to_vec();
@@ -254,9 +254,8 @@ fn run_chain(
         }
     }
     if let Some(result) = reference {
-        sequential = result;
+        slots.clone_from_slice(&result);
     }
-    slots.clone_from_slice(&sequential);
     Ok(())
 }
 

@@ -170,14 +170,9 @@ pub fn run_code_claiming(
     lengths_claimed: &[u64],
     worker_scratch: WorkerScratch<'_>,
 ) -> RunResult<Vec<u32>> {
-    let worker_scratch_arg = worker_scratch;
-    let kept = match &worker_scratch {
-        WorkerScratch::Kept(bytes) => Some(bytes.borrow().clone()),
-        WorkerScratch::Fresh(_) => None,
-    };
-    let worker_scratch = match &worker_scratch {
-        WorkerScratch::Kept(bytes) => bytes.borrow().len() as u64,
-        WorkerScratch::Fresh(n) => *n,
+    let (worker_scratch, kept) = match worker_scratch {
+        WorkerScratch::Kept(bytes) => (bytes.borrow().len() as u64, Some(bytes)),
+        WorkerScratch::Fresh(n) => (n, None),
     };
     let mut uc = Unicorn::new(Arch::ARM64, Mode::LITTLE_ENDIAN).map_err(err("new"))?;
     // The ARMv8.0 baseline the backend targets (A72 is also unicorn's default).
@@ -235,8 +230,8 @@ pub fn run_code_claiming(
     }
     // Kept bytes end at the unmapped page, like a binding's.
     let worker_at = worker_base + round_up(worker_scratch) - worker_scratch;
-    if let Some(bytes) = kept.as_ref().filter(|b| !b.is_empty()) {
-        uc.mem_write(worker_at, bytes)
+    if let Some(bytes) = kept.filter(|_| worker_scratch > 0) {
+        uc.mem_write(worker_at, &bytes.borrow())
             .map_err(err("write worker scratch"))?;
     }
 
@@ -378,12 +373,9 @@ pub fn run_code_claiming(
             uc.mem_read(a, b).map_err(err("read binding"))?;
         }
     }
-    if let WorkerScratch::Kept(bytes) = worker_scratch_arg {
-        let mut bytes = bytes.borrow_mut();
-        if !bytes.is_empty() {
-            uc.mem_read(worker_at, &mut bytes)
-                .map_err(err("read worker scratch"))?;
-        }
+    if let Some(bytes) = kept.filter(|_| worker_scratch > 0) {
+        uc.mem_read(worker_at, &mut bytes.borrow_mut())
+            .map_err(err("read worker scratch"))?;
     }
     Ok(statuses)
 }

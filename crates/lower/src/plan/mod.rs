@@ -440,11 +440,12 @@ impl<'p> Planner<'p> {
         let caches = &self.options.caches;
         // A value that large whose users keep its rows gets a dispatch chain and its rows a
         // home in worker scratch (`plan/row_scratch.rs`, with measurements).
+        let streamed = crate::emit::streaming_size(bytes, caches);
         let chained = self.options.fuse
             && !self.options.row_blocks
-            && crate::emit::streaming_size(bytes, caches)
+            && streamed
             && row_scratch::may_stay_in_rows(program, v);
-        let far = (bytes > caches.l2 || crate::emit::streaming_size(bytes, caches)) && !chained;
+        let far = (bytes > caches.l2 || streamed) && !chained;
         let cheap_math = self.options.expands_math() && self.options.scale_b && far;
         let shared = uses > 1
             && !self.exprs.is_cheap(e)?

@@ -30,7 +30,7 @@
 //! allocated, but its pages are never written.
 
 use accy_artifact::abi::MAX_WORKER_SCRATCH;
-use accy_artifact::{Access, ArtifactPlan, Command, Region, SlotRole};
+use accy_artifact::{Access, ArtifactPlan, Command, Operand, Region, SlotRole};
 
 use crate::kernel::{IndexMap, Kernel, LoopKernel, RowScratch, Rows};
 
@@ -190,41 +190,25 @@ fn readers(
     (writer, end): (usize, usize),
     row_bytes: u64,
 ) -> Option<Vec<(usize, u32)>> {
-    let touches = |c: &Command| c.accesses().any(|(_, r, _)| r.overlaps(&region));
-    if setup.iter().any(touches) {
-        return None;
-    }
-    let Some(Command::Dispatch { bindings, .. }) = commands.get(writer) else {
-        return None;
+    let overlapping = |c: &Command| -> Vec<(Operand, Region, Access)> {
+        c.accesses()
+            .filter(|(_, r, _)| r.overlaps(&region))
+            .collect()
     };
-    // The writer touches it through its store binding alone.
-    if bindings
-        .iter()
-        .filter(|b| b.region.overlaps(&region))
-        .count()
-        != 1
+    // The writer touches it through its store binding alone; no setup command touches it.
+    let by_writer = commands.get(writer).map(overlapping);
+    if by_writer.is_none_or(|uses| uses.len() != 1)
+        || setup.iter().any(|c| !overlapping(c).is_empty())
     {
         return None;
     }
     let mut found = Vec::new();
     for (c, command) in commands.iter().enumerate().skip(writer + 1) {
-        let overlapping: Vec<(usize, Access, Region)> = match command {
-            Command::Dispatch { bindings, .. } => bindings
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| b.region.overlaps(&region))
-                .map(|(i, b)| (i, b.access, b.region))
-                .collect(),
-            other => other
-                .accesses()
-                .filter(|(_, r, _)| r.overlaps(&region))
-                .map(|(_, r, access)| (usize::MAX, access, r))
-                .collect(),
-        };
-        if overlapping.is_empty() {
+        let uses = overlapping(command);
+        if uses.is_empty() {
             continue;
         }
-        if !overlapping.iter().any(|(_, access, _)| access.reads()) {
+        if !uses.iter().any(|(_, _, access)| access.reads()) {
             // Another value's writer: this one is dead.
             break;
         }
@@ -233,7 +217,10 @@ fn readers(
         }
         let (index, k) = lone_kernel(command, commands, setup, kernels)?;
         let live = k.live_nodes();
-        for (b, access, r) in overlapping {
+        for (operand, r, access) in uses {
+            let Operand::Binding(b) = operand else {
+                return None;
+            };
             let rows = k.rows_of(&live, b as u32);
             if r != region
                 || access != Access::Read
