@@ -20,9 +20,10 @@
 //! rows of the tile reuse it from there; rows are then split until there are enough tiles for
 //! the work ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). When k takes several blocks, the
 //! emitter walks them outermost in the tile, keeping the tile's partial sums in a buffer, so a
-//! tile's columns are bounded by one block of k instead of all of it: wide tiles, whose copy of
-//! A serves many column panels, and A read from memory a few times instead of once per narrow
-//! tile (`k_outer_tile`). The grid depends on the program, the target's register tile and the
+//! tile's columns are bounded by one block of k instead of all of it, and its rows by its
+//! partial sums; the grid is the one with enough tiles whose copies of A and reads of B cost
+//! least per flop (`k_outer_tile`): large, square-ish tiles, each copy of A serving many
+//! column panels and each block of B many row panels. The grid depends on the program, the target's register tile and the
 //! cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads.
 
@@ -448,13 +449,18 @@ impl<'p> Planner<'p> {
     }
 
     /// The tile of a contraction of `[batch, m, n]` whose k is walked in blocks of `tile_k`,
-    /// outermost in the tile (see the module documentation): a block of B's panels
+    /// outermost in the tile (see the module documentation). A block of B's panels
     /// (`tile_k × tile_n`) and the tile's partial sums (`tile_m × tile_n`, the emitter's tile
-    /// buffer) take a quarter of the L2 cache each, so both stay there while the tile's row
-    /// panels reuse the one and every block of k the other. The tile is as wide as that
-    /// allows, since each row panel's copy of A serves every column panel of it; rows are
-    /// split further, then columns, only while there are fewer than [`K_OUTER_MIN_TILES`]
-    /// (and fewer than the work asks for, [`TILE_FLOPS`] each).
+    /// buffer) take at most a quarter of the L2 cache each, so both stay there while the tile's
+    /// row panels reuse the one and every block of k the other. Among the tiles that allow, of
+    /// equal shares of the row and column panels, the grid has at least
+    /// [`K_OUTER_MIN_TILES`] tiles where the work asks for them ([`TILE_FLOPS`] each), and
+    /// then the least traffic per flop: every tile copies its rows of A (`tile_m × k`, read,
+    /// then written to the worker's scratch: counted twice) and reads its columns of B
+    /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + tile_n) / (tile_m · tile_n)`:
+    /// square-ish tiles, a little wider than tall. (Splitting the rows first, as this did
+    /// before, gave 128×768×3072 tiles of 28×768 whose B was read from memory by five row
+    /// tiles, each reusing it twice.)
     fn k_outer_tile(
         &self,
         dtype: DType,
@@ -465,20 +471,49 @@ impl<'p> Planner<'p> {
         let size = dtype.size_bytes();
         let quarter_l2 = self.options.caches.l2 / 4;
         let (mr, nr) = (mr.max(1), nr.max(1));
-        let n_max = n.div_ceil(nr).max(1) * nr;
-        let mut tile_n = (quarter_l2 / (tile_k.max(1) * size) / nr * nr).clamp(nr, n_max);
         let m_panels = m.div_ceil(mr).max(1);
-        let rows = (quarter_l2 / (tile_n * size) / mr).clamp(1, m_panels);
+        let n_panels = n.div_ceil(nr).max(1);
+        let q_most = (quarter_l2 / (tile_k.max(1) * size) / nr).clamp(1, n_panels);
         let want = tiles_wanted([batch, m, n, k], K_OUTER_MIN_TILES);
         let batch = batch.max(1);
-        let mut tiles_m = m_panels.div_ceil(rows);
-        let tiles_n = n.div_ceil(tile_n).max(1);
-        if batch * tiles_m * tiles_n < want {
-            tiles_m = want.div_ceil(batch * tiles_n).min(m_panels);
+        // Partial sums of more than one row panel stay within a quarter of the L2.
+        let row_shares = shares(m_panels, (quarter_l2 / (mr * nr * size).max(1)).max(1));
+        // B read by every row tile costs little while all of it stays in the L2.
+        let b_bytes = batch
+            .max(1)
+            .saturating_mul(k)
+            .saturating_mul(n)
+            .saturating_mul(size);
+        let b_weight = if b_bytes <= self.options.caches.l2 / 2 {
+            0.25
+        } else {
+            1.0
+        };
+        // (enough tiles, tiles when not enough, cost) ordered best first.
+        let mut best = (mr, nr);
+        let mut best_key: Option<(bool, u64, f64)> = None;
+        for q in shares(n_panels, q_most) {
+            for &p in &row_shares {
+                let (rows, cols) = (p.saturating_mul(mr), q * nr);
+                if p > 1 && rows.saturating_mul(cols).saturating_mul(size) > quarter_l2 {
+                    continue;
+                }
+                let tiles = batch
+                    .saturating_mul(m_panels.div_ceil(p))
+                    .saturating_mul(n_panels.div_ceil(q));
+                let cost = (2.0 * rows as f64 + b_weight * cols as f64) / (rows * cols) as f64;
+                let enough = tiles >= want;
+                let key = (enough, if enough { 0 } else { tiles }, cost);
+                let better = best_key.is_none_or(|b| {
+                    (key.0, key.1) > (b.0, b.1) || ((key.0, key.1) == (b.0, b.1) && key.2 < b.2)
+                });
+                if better {
+                    best_key = Some(key);
+                    best = (rows, cols);
+                }
+            }
         }
-        let tile_m = m_panels.div_ceil(tiles_m) * mr;
-        tile_n = narrowed([batch, m, n], tile_m, tile_n, nr, want);
-        (tile_m, tile_n)
+        best
     }
 
     /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile (see the
@@ -497,6 +532,24 @@ impl<'p> Planner<'p> {
         let tile_n = narrowed([batch, m, n], tile_m, tile_n, nr, want);
         (tile_m, tile_n)
     }
+}
+
+/// The distinct panel counts of a tile, at most `most`, when `panels` panels are shared
+/// equally among 1, 2, … tiles (`panels.div_ceil(tiles)`), largest first: at most `most` and
+/// about `2·√panels` of them.
+pub(super) fn shares(panels: u64, most: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut tiles = panels.div_ceil(most.max(1)).max(1);
+    while tiles <= panels {
+        let share = panels.div_ceil(tiles);
+        out.push(share);
+        if share == 1 {
+            break;
+        }
+        // The fewest tiles whose share is smaller.
+        tiles = panels.div_ceil(share - 1);
+    }
+    out
 }
 
 /// How many tiles the work of a contraction of `[batch, m, n, k]` asks for: [`TILE_FLOPS`]

@@ -43,26 +43,32 @@ fn contraction(source: &str, options: &Options) -> ContractionKernel {
         .expect("a contraction")
 }
 
-/// With k in blocks, a tile is as wide as a quarter of the L2 holds of one block of B, and
-/// as tall as a quarter of the L2 holds of the tile's partial sums; the grid still has enough
-/// tiles for a few threads.
+/// With k in blocks, a tile's block of B and its partial sums each fit a quarter of the L2,
+/// the grid has enough tiles for a few threads, and among such grids the tiles are large and
+/// square-ish: many row panels reuse each block of B, many column panels each copy of A.
 #[test]
-fn a_long_k_gets_wide_tiles_bounded_by_one_block() {
+fn a_long_k_gets_large_tiles_bounded_by_one_block() {
     let o = options(true);
     let c = contraction(&dot(2048, 2048, 2048), &o);
     // Half the L1 holds a 14-row block of A and a 32-column block of B: 128 steps.
     assert_eq!(c.tile_k, 128);
     let quarter = o.caches.l2 / 4;
-    assert_eq!(c.tile_n, 512, "{c:?}");
-    assert!(c.tile_k * c.tile_n * 4 <= quarter);
-    assert_eq!(c.tile_m % 14, 0);
-    assert!(c.tile_m * c.tile_n * 4 <= quarter, "{}", c.tile_m);
-    assert!(c.tile_m * 2 * c.tile_n * 4 > quarter, "{}", c.tile_m);
+    assert!(c.tile_k * c.tile_n * 4 <= quarter, "{c:?}");
+    assert_eq!((c.tile_m % 14, c.tile_n % 32), (0, 0), "{c:?}");
+    assert!(c.tile_m * c.tile_n * 4 <= quarter, "{c:?}");
+    // At least half the buffer's quarter of the L2 used, in at least 4 panels each way.
+    assert!(c.tile_m * c.tile_n * 4 * 2 > quarter, "{c:?}");
+    assert!(c.tile_m >= 4 * 14 && c.tile_n >= 4 * 32, "{c:?}");
     assert!(c.workgroups() >= K_OUTER_MIN_TILES);
 
-    // Few rows: split along the columns until there are enough tiles.
+    // Few rows: the columns are split, so that each tile holds every row and B is read once
+    // (splitting the rows first gave 28×768 tiles, B read by five row tiles).
+    let c = contraction(&dot(128, 768, 3072), &o);
+    assert!(c.tile_m >= 128, "{c:?}");
+    assert!(c.workgroups() >= K_OUTER_MIN_TILES, "{c:?}");
     let c = contraction(&dot(28, 1024, 2048), &o);
     assert!(c.workgroups() >= K_OUTER_MIN_TILES, "{c:?}");
+    assert_eq!(c.tile_m, 28, "{c:?}");
 }
 
 /// A target that runs the whole of k in every tile gets one block of k, and tiles whose
@@ -98,4 +104,23 @@ fn blocked_k_plans_compute_the_same() {
     let c = contraction(&source, &o);
     assert!(c.tile_k < c.k, "{c:?}");
     planned_with(&source, &o);
+}
+
+/// The tile search visits each distinct equal share of the panels once, as a walk over every
+/// tile count would find them.
+#[test]
+fn shares_are_the_distinct_equal_splits() {
+    use crate::plan::contract::shares;
+    for panels in 1..300u64 {
+        for most in [1, 2, 7, 40, 1000] {
+            let mut all: Vec<u64> = (1..=panels)
+                .map(|t| panels.div_ceil(t))
+                .filter(|&s| s <= most)
+                .collect();
+            all.dedup();
+            assert_eq!(shares(panels, most), all, "{panels} {most}");
+        }
+    }
+    assert_eq!(shares(0, 10), Vec::<u64>::new());
+    assert_eq!(shares(1 << 40, 300).len(), 300);
 }
