@@ -56,7 +56,7 @@ pub(crate) fn emit_contraction(
     reassociate: bool,
 ) -> Result<u64, EmitError> {
     let micro = Micro::for_dtype(k.dtype, reassociate);
-    let sched = schedule(k, micro.mr, micro.nr(), NAME)?;
+    let sched = schedule(k, micro.mr, micro.nr(), NAME, false)?;
     let bad = |what: String| EmitError::Unsupported {
         kernel: k.name.clone(),
         what,
@@ -273,7 +273,7 @@ impl Gemm<'_> {
     /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
     /// panel.
     fn k_blocks(&mut self) -> Result<(), EmitError> {
-        let passes = k_passes(self.k);
+        let passes = k_passes(self.k, false);
         self.row_panels(passes.first)?;
         if let Some((pass, end)) = passes.looped {
             let top = self.ops.new_dynamic_label();

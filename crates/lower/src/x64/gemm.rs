@@ -14,8 +14,10 @@
 //!     for each full row panel, then the partial one:
 //!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA)
 //!         for each column panel: rdi = B panel, r15 = its columns in T ; microkernel
-//!         after the last block: vzeroupper ; call the epilogue kernel for (rows, cols) with
-//!             bindings at the panel origin
+//!             (in the last block of a direct store, r10 = its columns in the output, where
+//!             the microkernel stores instead)
+//!         after the last block, unless the store is direct: vzeroupper ; call the epilogue
+//!             kernel for (rows, cols) with bindings at the panel origin
 //! return its status, or KERNEL_OK
 //! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by call (the calls:
 //!     `gemm/epilogue.rs`)
@@ -63,7 +65,7 @@ pub(crate) fn emit_contraction(
 ) -> Result<u64, EmitError> {
     let reassociate = options.reassociate;
     let micro = Micro::for_tier(tier, k.dtype, reassociate);
-    let sched = schedule(k, micro.mr, micro.nr(), tier.name())?;
+    let sched = schedule(k, micro.mr, micro.nr(), tier.name(), true)?;
     let bad = |what: String| EmitError::Unsupported {
         kernel: k.name.clone(),
         what,
@@ -223,7 +225,7 @@ impl Gemm<'_> {
     /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
     /// panel.
     fn k_blocks(&mut self) -> Result<(), EmitError> {
-        let passes = k_passes(self.k);
+        let passes = k_passes(self.k, self.sched.direct.is_some());
         self.row_panels(passes.first)?;
         if let Some((pass, end)) = passes.looped {
             let top = self.ops.new_dynamic_label();
@@ -316,6 +318,8 @@ impl Gemm<'_> {
         self.column_panels(rows, pass)?;
         match pass.epilogue {
             EpilogueCall::Never => {}
+            // The microkernels stored the output themselves.
+            EpilogueCall::Always if self.sched.direct.is_some() => {}
             EpilogueCall::Always => self.call_epilogue(rows)?,
             EpilogueCall::InBlock(last) => {
                 let skip = self.ops.new_dynamic_label();
@@ -513,8 +517,27 @@ impl Gemm<'_> {
         let prefetch_b = (epilogue != EpilogueCall::Always && self.sched.t_rows > self.sched.mr)
             .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
             .flatten();
-        self.micro
-            .emit(self.ops, rows, k_len, init, lda, ak, bk, t_row, prefetch_b);
+        // The last block of a direct store writes the output at (b, m, n0 + panel · nr):
+        // r10, rows `strides[1]` elements apart.
+        let out = match (self.sched.direct, epilogue) {
+            (Some(d), EpilogueCall::Always) => {
+                let s = d.strides.map(i128::from);
+                self.element_address(10, d.binding, d.offset, s, Some(M));
+                x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
+                mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
+                x64!(self.ops; add r10, rax);
+                let row = self.disp(s[1] * size, "an output row")?;
+                self.disp(
+                    i128::from(row) * i128::from(rows as i32) + i128::from(self.micro.nr_bytes()),
+                    "a panel of the output",
+                )?;
+                Some((10, row))
+            }
+            _ => None,
+        };
+        self.micro.emit(
+            self.ops, rows, k_len, init, lda, ak, bk, t_row, prefetch_b, out,
+        );
         x64!(self.ops
             ; add QWORD [rsp + PANEL], 1
             ; =>check

@@ -1,5 +1,6 @@
 //! The x86-64 contraction microkernels: `mr × nr` accumulators in vector registers, one pass
-//! over k, then the accumulators stored into the buffer T (`emit/contraction.rs`).
+//! over k, then the accumulators stored into the buffer T (`emit/contraction.rs`), or into the
+//! output itself for the last block of a direct store.
 //!
 //! One shape per tier and dtype ([`Micro::for_tier`]):
 //!
@@ -20,7 +21,8 @@
 //! added at the end.
 //!
 //! Register use: `rsi` walks A (one row per `lda` bytes), `rdi` walks B, `rcx` counts k, `r15`
-//! points at the panel's columns of the buffer T. The AVX-512 forms are encoded by
+//! points at the panel's columns of the buffer T (and `r10` at the output's, for a direct
+//! store). The AVX-512 forms are encoded by
 //! `evex.rs` (dynasm has no EVEX).
 
 use accy_ir::DType;
@@ -95,7 +97,7 @@ impl Micro {
     }
 
     /// Bytes of one step of B in a panel: `nr` elements.
-    fn nr_bytes(&self) -> i32 {
+    pub(crate) fn nr_bytes(&self) -> i32 {
         (self.nv * self.vbytes()) as i32
     }
 
@@ -262,8 +264,9 @@ impl Micro {
     /// `init`) and stores them at `r15 + i · t_row` (row `i`). A advances `ak` bytes per step
     /// (rows are `lda` bytes apart), B `bk` bytes. With `prefetch_b`, each step also asks for
     /// the lines of the panel's B (`nr` elements) that many bytes ahead of its own, into the
-    /// L2 cache. Clobbers rsi, rdi,
-    /// rcx and the vector registers.
+    /// L2 cache. With `out` = (register, row bytes), the sums are stored there instead (the
+    /// output of a direct store; `Init::Load` still reads `T`). Clobbers rsi, rdi, rcx and the
+    /// vector registers.
     #[allow(
         clippy::too_many_arguments,
         reason = "the static shape of one microkernel call"
@@ -279,6 +282,7 @@ impl Micro {
         bk: i32,
         t_row: i32,
         prefetch_b: Option<i32>,
+        out: Option<(u8, i32)>,
     ) {
         let vb = self.vbytes() as i32;
         let sets = self.sets(rows);
@@ -326,9 +330,10 @@ impl Micro {
                 }
             }
         }
+        let (base, row) = out.unwrap_or((R15, t_row));
         for i in 0..rows {
             for j in 0..self.nv {
-                self.store(ops, R15, i as i32 * t_row + j as i32 * vb, self.acc(i, j));
+                self.store(ops, base, i as i32 * row + j as i32 * vb, self.acc(i, j));
             }
         }
     }
