@@ -267,61 +267,32 @@ pub(crate) fn k_passes(k: &ContractionKernel, direct: bool) -> KPasses {
     }
     // kc < k: at least two blocks.
     let (full, rest) = (k.k / kc, k.k % kc);
-    if direct && rest == 0 {
-        // Blocks 1..full-1 looped (when there are any), then the last.
-        let looped = (full > 2).then_some((
-            Pass {
-                k_len: kc,
-                init: Init::Load,
-                block: KBlock::Current,
-                epilogue: EpilogueCall::Never,
-            },
-            full - 1,
-        ));
-        return KPasses {
-            first: Pass {
-                k_len: kc,
-                init: Init::Zero,
-                block: KBlock::At(0),
-                epilogue: EpilogueCall::Never,
-            },
-            looped,
-            rest: Some(Pass {
-                k_len: kc,
-                init: Init::Load,
-                block: KBlock::At(full - 1),
-                epilogue: EpilogueCall::Always,
-            }),
+    let pass = |k_len, init, block, epilogue| Pass {
+        k_len,
+        init,
+        block,
+        epilogue,
+    };
+    // The loop's end, and the last pass's length and block when it has one: a shorter last
+    // block, or with direct stores the last whole one.
+    let (end, last) = if rest > 0 {
+        (full, Some((rest, full)))
+    } else if direct {
+        (full - 1, Some((kc, full - 1)))
+    } else {
+        (full, None)
+    };
+    let looped = (end > 1).then(|| {
+        let epilogue = match last {
+            Some(_) => EpilogueCall::Never,
+            None => EpilogueCall::InBlock(full - 1),
         };
-    }
-    let looped = (full > 1).then(|| {
-        let epilogue = if rest == 0 {
-            EpilogueCall::InBlock(full - 1)
-        } else {
-            EpilogueCall::Never
-        };
-        let pass = Pass {
-            k_len: kc,
-            init: Init::Load,
-            block: KBlock::Current,
-            epilogue,
-        };
-        (pass, full)
+        (pass(kc, Init::Load, KBlock::Current, epilogue), end)
     });
     KPasses {
-        first: Pass {
-            k_len: kc,
-            init: Init::Zero,
-            block: KBlock::At(0),
-            epilogue: EpilogueCall::Never,
-        },
+        first: pass(kc, Init::Zero, KBlock::At(0), EpilogueCall::Never),
         looped,
-        rest: (rest > 0).then_some(Pass {
-            k_len: rest,
-            init: Init::Load,
-            block: KBlock::At(full),
-            epilogue: EpilogueCall::Always,
-        }),
+        rest: last.map(|(len, b)| pass(len, Init::Load, KBlock::At(b), EpilogueCall::Always)),
     }
 }
 
@@ -564,6 +535,3 @@ fn reloc(k: &ContractionKernel, binding: u32, map: &IndexMap) -> Reloc {
         strides: [s(0), s(1), s(2)],
     }
 }
-
-#[cfg(test)]
-mod tests;

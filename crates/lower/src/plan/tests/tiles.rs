@@ -1,7 +1,9 @@
-//! The tiles of contractions: how the grid follows the caches and whether the target blocks k.
+//! The tiles of contractions: how the grid follows the caches and whether the target blocks k,
+//! and the passes over k the emitters make of them.
 
 use super::planned_with;
 use crate::compile::Options;
+use crate::emit::contraction::{k_passes, schedule, EpilogueCall, Init, KBlock, Pass};
 use crate::kernel::{ContractionKernel, Kernel};
 use crate::plan::contract::K_OUTER_MIN_TILES;
 use crate::plan::plan_with;
@@ -123,4 +125,89 @@ fn shares_are_the_distinct_equal_splits() {
     }
     assert_eq!(shares(0, 10), Vec::<u64>::new());
     assert_eq!(shares(1 << 40, 300).len(), 300);
+}
+
+/// The contraction of `relu?(a[m,k] · b[k,n])` planned with [`options`]`(true)`.
+fn product(m: u64, k: u64, n: u64, relu: bool) -> ContractionKernel {
+    let source = dot(m, k, n);
+    let source = if relu {
+        source.replace(
+            "output %c",
+            &format!(
+                "%z = constant 0.0 : f32[]
+                 %zb = broadcast %z, dims=[{m},{n}], axes=[] : f32[{m},{n}]
+                 %r = max %c, %zb : f32[{m},{n}]
+                 output %r"
+            ),
+        )
+    } else {
+        source
+    };
+    contraction(&source, &options(true))
+}
+
+/// The blocks each pass covers, in order, and whether it ends in the epilogue.
+fn blocks(k: &ContractionKernel, direct: bool) -> Vec<(u64, bool)> {
+    let passes = k_passes(k, direct);
+    let at = |p: Pass| match p.block {
+        KBlock::At(b) => (b, p.epilogue == EpilogueCall::Always),
+        KBlock::Current => unreachable!("only looped passes are Current"),
+    };
+    assert_eq!(passes.first.init, Init::Zero);
+    let mut out = vec![at(passes.first)];
+    if let Some((p, end)) = passes.looped {
+        assert_eq!(p.block, KBlock::Current);
+        for b in 1..end {
+            let last = matches!(p.epilogue, EpilogueCall::InBlock(l) if l == b);
+            out.push((b, last));
+        }
+    }
+    if let Some(p) = passes.rest {
+        out.push(at(p));
+    }
+    out
+}
+
+#[test]
+fn a_plain_product_with_whole_panels_stores_directly() {
+    let k = product(70, 1024, 512, false);
+    let s = schedule(&k, 14, 32, "test", true).unwrap();
+    let d = s.direct.expect("a direct store");
+    assert_eq!(d.binding, k.store.binding);
+    assert_eq!(d.strides[1..], [512, 1]);
+    assert!(s.epilogues.is_empty());
+    // A backend that does not ask keeps the epilogue kernels.
+    let s = schedule(&k, 14, 32, "test", false).unwrap();
+    assert!(s.direct.is_none() && !s.epilogues.is_empty());
+    // A partial column panel, or an epilogue with more than the sum, needs the epilogue.
+    for k in [product(70, 1024, 500, false), product(70, 1024, 512, true)] {
+        let s = schedule(&k, 14, 32, "test", true).unwrap();
+        assert!(s.direct.is_none() && !s.epilogues.is_empty(), "{k:?}");
+    }
+}
+
+/// Every block is computed once, in order, and only the last ends in the epilogue (or the
+/// direct store); with direct stores the last block is a pass of its own, never chosen at run
+/// time inside the loop.
+#[test]
+fn direct_stores_give_the_last_block_its_own_pass() {
+    for k_len in [96, 256, 384, 1024, 1000] {
+        let k = product(70, k_len, 512, false);
+        let n = k.k.div_ceil(k.tile_k);
+        for direct in [false, true] {
+            let got = blocks(&k, direct);
+            let want: Vec<(u64, bool)> = (0..n).map(|b| (b, b + 1 == n)).collect();
+            assert_eq!(
+                got, want,
+                "k {k_len}, blocks of {}, direct {direct}",
+                k.tile_k
+            );
+            if direct {
+                let passes = k_passes(&k, true);
+                assert!(passes
+                    .looped
+                    .is_none_or(|(p, _)| p.epilogue == EpilogueCall::Never));
+            }
+        }
+    }
 }
