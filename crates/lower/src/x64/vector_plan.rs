@@ -111,6 +111,14 @@ impl VectorPlan {
         self.tile_slot.iter().any(Option::is_some)
     }
 
+    /// The register holding the sign mask, when the plan keeps it in one.
+    pub(crate) fn sign_reg(&self) -> Option<u8> {
+        match self.sign {
+            Some(SignMask::Reg(r)) => Some(r),
+            _ => None,
+        }
+    }
+
     /// The shape of this plan's tiles (its lane width and vector size).
     pub(crate) fn tile_shape(&self) -> TileShape {
         TileShape::of(self.wide, self.zmm)
@@ -488,6 +496,23 @@ pub(crate) fn plan(
         );
         live[i] && !uniform[i] && float && sign_op
     });
+    // AVX-512's float max takes the sign mask too (see `emit_zbinary`): a max of varying
+    // lanes, or the combine of a max reduction.
+    let float_max = zmm
+        && (k.nodes.iter().enumerate().any(|(i, kn)| {
+            let max = matches!(
+                kn.node,
+                Node::Binary {
+                    op: BinaryOp::Max,
+                    ..
+                }
+            );
+            live[i] && !uniform[i] && kn.dtype.is_float() && max
+        }) || (k.reduction == Some(ReduceOp::Max)
+            && k.nodes
+                .get(k.result as usize)
+                .is_some_and(|n| n.dtype.is_float())));
+    let flips_sign = flips_sign || float_max;
     let sign = flips_sign.then(|| {
         match regs
             .iter()

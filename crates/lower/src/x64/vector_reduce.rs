@@ -165,7 +165,7 @@ impl Emitter<'_> {
         acc: u8,
     ) -> Result<(), EmitError> {
         if plan.zmm {
-            self.emit_zbinary(combine, dtype, plan.wide, acc, value, acc)
+            self.emit_zbinary(combine, dtype, plan.wide, acc, value, acc, plan.sign_reg())
         } else {
             self.emit_vbinary(combine, dtype, plan.wide, acc, value, acc)
         }
