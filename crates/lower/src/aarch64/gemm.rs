@@ -15,8 +15,10 @@
 //!     for each full row panel, then the partial one:
 //!         x21 = A at (b, m, k0) ; T_ROW = the panel's rows of T
 //!         for each column panel: x22 = B panel at k0, x23 = its columns in T ; microkernel
-//!         after the last block: bl the epilogue kernel for (rows, cols) with bindings at
-//!             the panel origin
+//!             (in the last block of a direct store, x2 = its columns in the output, where
+//!             the microkernel stores instead)
+//!         after the last block, unless the store is direct: bl the epilogue kernel for
+//!             (rows, cols) with bindings at the panel origin
 //! return its status, or KERNEL_OK
 //! epilogue kernels: complete loop-kernel functions (`kernel.rs`), reached by bl
 //! ```
@@ -56,7 +58,7 @@ pub(crate) fn emit_contraction(
     reassociate: bool,
 ) -> Result<u64, EmitError> {
     let micro = Micro::for_dtype(k.dtype, reassociate);
-    let sched = schedule(k, micro.mr, micro.nr(), NAME, false)?;
+    let sched = schedule(k, micro.mr, micro.nr(), NAME, true)?;
     let bad = |what: String| EmitError::Unsupported {
         kernel: k.name.clone(),
         what,
@@ -273,7 +275,7 @@ impl Gemm<'_> {
     /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
     /// panel.
     fn k_blocks(&mut self) -> Result<(), EmitError> {
-        let passes = k_passes(self.k, false);
+        let passes = k_passes(self.k, self.sched.direct.is_some());
         self.row_panels(passes.first)?;
         if let Some((pass, end)) = passes.looped {
             let top = self.ops.new_dynamic_label();
@@ -426,8 +428,22 @@ impl Gemm<'_> {
         mul_imm(self.ops, 9, (i128::from(nr) * size) as i64);
         ldr_slot(self.ops, Slot::X, 10, T_ROW);
         a64!(self.ops; add x23, x10, x9);
-        self.micro
-            .emit(self.ops, rows, pass.k_len, pass.init, lda, ak, bk, t_row);
+        // The last block of a direct store writes the output at (b, m, n0 + panel · nr): x2,
+        // rows `strides[1]` elements apart.
+        let out = match (self.sched.direct, pass.epilogue) {
+            (Some(d), EpilogueCall::Always) => {
+                let s = d.strides.map(i128::from);
+                self.element_address(2, d.binding, d.offset, s, Some(M));
+                ldr_slot(self.ops, Slot::X, 9, PANEL);
+                mul_imm(self.ops, 9, (i128::from(nr) * size) as i64);
+                a64!(self.ops; add x2, x2, x9);
+                Some((2, self.bytes(s[1] * size, "an output row")?))
+            }
+            _ => None,
+        };
+        self.micro.emit(
+            self.ops, rows, pass.k_len, pass.init, lda, ak, bk, t_row, out,
+        );
         ldr_slot(self.ops, Slot::X, 9, PANEL);
         a64!(self.ops; add x9, x9, #1);
         str_slot(self.ops, Slot::X, 9, PANEL);
@@ -437,6 +453,8 @@ impl Gemm<'_> {
         a64!(self.ops; cmp x9, x10 ; b.lo =>top);
         match pass.epilogue {
             EpilogueCall::Never => Ok(()),
+            // The microkernels stored the output themselves.
+            EpilogueCall::Always if self.sched.direct.is_some() => Ok(()),
             EpilogueCall::Always => self.call_epilogue(rows),
             EpilogueCall::InBlock(last) => {
                 let skip = self.ops.new_dynamic_label();

@@ -8,7 +8,8 @@
 //! `acc + a·b` bit for bit. Every accumulator sums its k terms in ascending order.
 //!
 //! Register use: x8–x15 walk the rows of A, x6 walks B, x7 counts k, x23 points at the panel's
-//! columns of the buffer T; x16/x17 stay the immediate scratch of `asm.rs`.
+//! columns of the buffer T (x2 at the output's, for a direct store); x16/x17 stay the
+//! immediate scratch of `asm.rs`.
 
 use accy_ir::DType;
 #[allow(
@@ -80,8 +81,10 @@ impl Micro {
     /// (element `k = k0` of its first row), x22 at the B panel (`k = k0`) and x23 at the
     /// panel's place in the buffer T, computes `rows × nr` sums over `k_len` steps (starting
     /// from +0, or from the sums stored there by the previous block of k, per `init`) and
-    /// stores row `i` at `x23 + i · t_row`. A advances `ak` bytes per step (rows are `lda` bytes
-    /// apart), B `bk` bytes. Clobbers x0, x6–x16 and v0–v5, v8–v31.
+    /// stores row `i` at `x23 + i · t_row` — or, with `out` = (register, row bytes), at that
+    /// register plus `i ·` row bytes (the output of a direct store; `Init::Load` still reads
+    /// T). A advances `ak` bytes per step (rows are `lda` bytes apart), B `bk` bytes. Clobbers
+    /// x0, x6–x16 and v0–v5, v8–v31.
     #[allow(
         clippy::too_many_arguments,
         reason = "the static shape of one microkernel call"
@@ -96,6 +99,7 @@ impl Micro {
         ak: i64,
         bk: i64,
         t_row: i64,
+        out: Option<(u8, i64)>,
     ) {
         for i in 0..rows {
             for j in 0..self.nv {
@@ -149,14 +153,17 @@ impl Micro {
             }
             a64!(ops; subs x7, x7, #1 ; b.ne =>top);
         }
+        let (base, row) = out.unwrap_or((23, t_row));
         for i in 0..rows {
             for j in 0..self.nv {
-                let off = i as i64 * t_row + j as i64 * 16;
+                let off = i as i64 * row + j as i64 * 16;
                 let acc = self.acc(i, j);
                 match u32::try_from(off) {
-                    Ok(o) if o % 16 == 0 && o / 16 < 4096 => a64!(ops; str Q(acc), [x23, #o]),
+                    Ok(o) if o % 16 == 0 && o / 16 < 4096 => {
+                        a64!(ops; str Q(acc), [X(base), #o])
+                    }
                     _ => {
-                        a64!(ops; mov x0, x23);
+                        a64!(ops; mov x0, X(base));
                         add_imm(ops, 0, off);
                         a64!(ops; str Q(acc), [x0]);
                     }
