@@ -273,7 +273,7 @@ impl Gemm<'_> {
 
     /// The blocks of k, outermost, as `k_passes` lays them out: the first starts the sums at
     /// 0, the others reload them from the buffer, and the last calls the epilogue for each row
-    /// panel.
+    /// panel (or, for a direct store, its microkernels store the output).
     fn k_blocks(&mut self) -> Result<(), EmitError> {
         let passes = k_passes(self.k, self.sched.direct.is_some());
         self.row_panels(passes.first)?;

@@ -238,7 +238,8 @@ pub(crate) struct Pass {
 /// 0, or all of k in one block); then, if any, one pass the code loops over for blocks
 /// `1..end`, the block number kept in a frame slot; then, if any, a last, shorter block. When
 /// every block has `tile_k` steps the loop holds the last block, whose epilogue calls the
-/// code chooses at run time — two copies of the microkernels, not three.
+/// code chooses at run time — two copies of the microkernels, not three — unless the stores
+/// are direct: the last block is then always a pass of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct KPasses {
     /// Block 0, or the only block.

@@ -23,8 +23,8 @@
 //! tile's columns are bounded by one block of k instead of all of it, and its rows by its
 //! partial sums; the grid is the one with enough tiles whose copies of A and reads of B cost
 //! least per flop (`k_outer_tile`): large, square-ish tiles, each copy of A serving many
-//! column panels and each block of B many row panels. The grid depends on the program, the target's register tile and the
-//! cache sizes in [`crate::Options`] — never on the thread
+//! column panels and each block of B many row panels. The grid depends on the program, the
+//! target's register tile and the cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads.
 
 use accy_artifact::{Access, DerivedSource, Slot, SlotRole};
@@ -457,8 +457,9 @@ impl<'p> Planner<'p> {
     /// [`K_OUTER_MIN_TILES`] tiles where the work asks for them ([`TILE_FLOPS`] each), and
     /// then the least traffic per flop: every tile copies its rows of A (`tile_m × k`, read,
     /// then written to the worker's scratch: counted twice) and reads its columns of B
-    /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + tile_n) / (tile_m · tile_n)`:
-    /// square-ish tiles, a little wider than tall. (Splitting the rows first, as this did
+    /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + w · tile_n) / (tile_m ·
+    /// tile_n)`, `w` 1, or ¼ while all of B fits half the L2 (B read again by every row tile
+    /// then costs little): square-ish tiles, a little wider than tall. (Splitting the rows first, as this did
     /// before, gave 128×768×3072 tiles of 28×768 whose B was read from memory by five row
     /// tiles, each reusing it twice.)
     fn k_outer_tile(

@@ -54,8 +54,8 @@ pub(crate) struct VectorPlan {
     /// (`bit_select.rs`).
     pub or_and: Vec<Option<super::bit_select::OrAnd>>,
     /// Where the lanes' sign-bit mask is kept for the whole loop (set by the uniform prefix)
-    /// when some float `neg` or `abs` varies: each then costs one instruction instead of
-    /// three.
+    /// when some float `neg` or `abs` varies (each then costs one instruction instead of
+    /// three), or on AVX-512 a float max does (three instead of five).
     pub sign: Option<SignMask>,
     /// Per node: its value does not vary along the vectorized dim.
     pub uniform: Vec<bool>,
@@ -485,34 +485,20 @@ pub(crate) fn plan(
         // Nothing gathers or tiles: the slots so far are all homes, two 32-byte units each.
         slots *= 2;
     }
+    // Float neg and abs take the sign mask, and so does AVX-512's float max (see
+    // `emit_zbinary`): of varying lanes, or a max reduction's combine.
     let flips_sign = k.nodes.iter().enumerate().any(|(i, kn)| {
-        let float = kn.dtype.is_float();
-        let sign_op = matches!(
-            kn.node,
-            Node::Unary {
-                op: UnaryOp::Neg | UnaryOp::Abs,
-                ..
-            }
-        );
-        live[i] && !uniform[i] && float && sign_op
-    });
-    // AVX-512's float max takes the sign mask too (see `emit_zbinary`): a max of varying
-    // lanes, or the combine of a max reduction.
-    let float_max = zmm
-        && (k.nodes.iter().enumerate().any(|(i, kn)| {
-            let max = matches!(
-                kn.node,
-                Node::Binary {
-                    op: BinaryOp::Max,
-                    ..
-                }
-            );
-            live[i] && !uniform[i] && kn.dtype.is_float() && max
-        }) || (k.reduction == Some(ReduceOp::Max)
-            && k.nodes
-                .get(k.result as usize)
-                .is_some_and(|n| n.dtype.is_float())));
-    let flips_sign = flips_sign || float_max;
+        let takes_sign = match kn.node {
+            Node::Unary { op, .. } => matches!(op, UnaryOp::Neg | UnaryOp::Abs),
+            Node::Binary { op, .. } => zmm && op == BinaryOp::Max,
+            _ => false,
+        };
+        live[i] && !uniform[i] && kn.dtype.is_float() && takes_sign
+    }) || (zmm
+        && k.reduction == Some(ReduceOp::Max)
+        && k.nodes
+            .get(k.result as usize)
+            .is_some_and(|n| n.dtype.is_float()));
     let sign = flips_sign.then(|| {
         match regs
             .iter()

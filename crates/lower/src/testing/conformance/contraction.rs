@@ -56,6 +56,9 @@ struct Shape {
     panels: bool,
     /// The result stored column-major.
     store_transposed: bool,
+    /// The result stored row-major into a larger buffer: 5 elements in, rows `n + 3` apart,
+    /// batches 2 elements past their rows (what a direct store must follow).
+    store_padded: bool,
     /// Tile size in microkernel tiles.
     tile: (u64, u64),
     /// The k block length (`k` or more: one block).
@@ -260,27 +263,37 @@ fn case(
             ));
         }
     }
-    let store_map = if s.store_transposed {
-        IndexMap::new(0, &[(m * n) as i64, 1, m as i64])
+    let (store_map, out_elements) = if s.store_transposed {
+        (
+            IndexMap::new(0, &[(m * n) as i64, 1, m as i64]),
+            batch * m * n,
+        )
+    } else if s.store_padded {
+        let batch_stride = m * (n + 3) + 2;
+        (
+            IndexMap::new(5, &[batch_stride as i64, (n + 3) as i64, 1]),
+            5 + batch * batch_stride,
+        )
     } else {
-        IndexMap::new(0, &[(m * n) as i64, n as i64, 1])
+        (
+            IndexMap::new(0, &[(m * n) as i64, n as i64, 1]),
+            batch * m * n,
+        )
     };
     bindings.push(KernelBinding {
         dtype: out_dtype,
-        elements: batch * m * n,
+        elements: out_elements,
         access: Access::Write,
     });
-    buffers.push(vec![
-        0xA5;
-        (batch * m * n * out_dtype.size_bytes()) as usize
-    ]);
+    buffers.push(vec![0xA5; (out_elements * out_dtype.size_bytes()) as usize]);
     let kernel = ContractionKernel {
         name: format!(
-            "gemm_{dtype}_{batch}x{m}x{n}x{k}_kc{}_{epilogue:?}{}{}{}",
+            "gemm_{dtype}_{batch}x{m}x{n}x{k}_kc{}_{epilogue:?}{}{}{}{}",
             s.tile_k,
             if s.lhs_transposed { "_at" } else { "" },
             if s.panels { "_panels" } else { "" },
-            if s.store_transposed { "_ct" } else { "" }
+            if s.store_transposed { "_ct" } else { "" },
+            if s.store_padded { "_cpad" } else { "" }
         ),
         batch,
         m,
@@ -435,13 +448,15 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
         ] {
             // Tiles of several row panels with k in blocks of 8 (the tile's partial sums kept
             // between blocks, A copied by row panel when row-major): k = 16 and 64 end on a
-            // whole block, 17 and 37 on a shorter one.
-            for (lhs_transposed, panels, store_transposed, tile, kc) in [
-                (false, true, false, (1, 1), k),
-                (true, true, true, (2, 1), 5),
-                (false, false, false, (1, 2), 16),
-                (false, true, false, (2, 2), 8),
-                (false, false, true, (2, 1), 8),
+            // whole block, 17 and 37 on a shorter one. A padded row-major store in two
+            // batches: where n is whole panels, the microkernels store it themselves.
+            for (lhs_transposed, panels, store_transposed, tile, kc, store_padded) in [
+                (false, true, false, (1, 1), k, false),
+                (true, true, true, (2, 1), 5, false),
+                (false, false, false, (1, 2), 16, false),
+                (false, true, false, (2, 2), 8, false),
+                (false, false, true, (2, 1), 8, false),
+                (false, true, false, (2, 1), 8, true),
             ] {
                 if !panels && n % nr != 0 {
                     continue;
@@ -454,6 +469,7 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                     lhs_transposed,
                     panels,
                     store_transposed,
+                    store_padded,
                     tile,
                     tile_k: kc.max(1),
                 });

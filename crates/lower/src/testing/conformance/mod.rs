@@ -16,6 +16,7 @@ mod abi;
 mod chains;
 mod compare;
 mod contraction;
+mod extremes;
 mod loops;
 pub(crate) mod math;
 mod nodes;
