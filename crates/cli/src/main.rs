@@ -154,6 +154,11 @@ enum Command {
     /// input plus output bytes per invocation (weights are shown separately). When stderr is
     /// a terminal, a progress line appears once a run passes 2 seconds.
     ///
+    /// Seeded floats are uniform in [-1, 1), weights included, with no scaling by fan-in: a
+    /// network whose values then fall below the normal range (an attention softmax over widely
+    /// spread scores, say) runs at the speed of the CPU's subnormal arithmetic, far slower
+    /// on many Intel cores; --flush-subnormals shows how much of the time that is.
+    ///
     /// With --slots N the program runs as a model (the models API): its weights loaded once
     /// (a --weights file is mapped, not copied) and packed once, a plan with N inference
     /// slots, and the --concurrency callers sharing them (a caller finding every slot busy
