@@ -526,12 +526,8 @@ impl Gemm<'_> {
                 x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
                 mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
                 x64!(self.ops; add r10, rax);
-                let row = self.disp(s[1] * size, "an output row")?;
-                self.disp(
-                    i128::from(row) * i128::from(rows as i32) + i128::from(self.micro.nr_bytes()),
-                    "a panel of the output",
-                )?;
-                Some((10, row))
+                // `direct_store` bounded a panel's rows to 32-bit displacements.
+                Some((10, self.disp(s[1] * size, "an output row")?))
             }
             _ => None,
         };

@@ -97,7 +97,7 @@ impl Micro {
     }
 
     /// Bytes of one step of B in a panel: `nr` elements.
-    pub(crate) fn nr_bytes(&self) -> i32 {
+    fn nr_bytes(&self) -> i32 {
         (self.nv * self.vbytes()) as i32
     }
 

@@ -381,23 +381,22 @@ impl Emitter<'_> {
                 return Ok(());
             }
         }
+        // Both operand orders combined: see `vector_ops.rs`; they differ only in lanes of
+        // (±0, ∓0), in the sign bit alone, and of a NaN, where one holds it. With the sign
+        // mask at hand, one vpternlog takes the AND of the sign bits (+0 wins) and the OR
+        // of the others (a NaN keeps every exponent bit and a nonzero fraction): three
+        // operations instead of five, the compare to an opmask among them (a 4096×1024
+        // row softmax: 1.83 -> 1.74 ms). `dst` may be `a` or `b`: it is
+        // written after both maxima are read.
+        if let (Max, true, Some(sign)) = (op, dtype.is_float(), sign) {
+            self.z(Zins::rrr(zv::max(w), 4, b, a));
+            self.z(Zins::rrr(zv::max(w), dst, a, b));
+            self.z(Zins::rrr(zv::pternlog(w), dst, 4, sign).imm(MAX_SIGN_AND_REST_OR));
+            return Ok(());
+        }
         let code = match (op, dtype) {
-            // Both operand orders combined: see `vector_ops.rs`; they differ only in lanes of
-            // (±0, ∓0), in the sign bit alone, and of a NaN, where one holds it. With the sign
-            // mask at hand, one vpternlog takes the AND of the sign bits (+0 wins) and the OR
-            // of the others (a NaN keeps every exponent bit and a nonzero fraction): three
-            // operations instead of five, the compare to an opmask among them (a 4096×1024
-            // row softmax: 1.83 -> 1.74 ms). `dst` may be `a` or `b`: it is
-            // written after both maxima are read.
-            (Max, DType::F32 | DType::F64) if sign.is_some() => {
-                let sign = sign.unwrap_or(0);
-                self.z(Zins::rrr(zv::max(w), 4, b, a));
-                self.z(Zins::rrr(zv::max(w), dst, a, b));
-                self.z(Zins::rrr(zv::pternlog(w), dst, 4, sign).imm(MAX_SIGN_AND_REST_OR));
-                return Ok(());
-            }
-            // Without it, the OR in the NaN lanes under an unordered compare (which comes
-            // first: `dst` may be `a` or `b`).
+            // Without the sign mask, the OR in the NaN lanes under an unordered compare (which
+            // comes first: `dst` may be `a` or `b`).
             (Max, DType::F32 | DType::F64) => {
                 self.z(Zins::rrr(zv::cmp(w), K_TMP, a, b).imm(3));
                 self.z(Zins::rrr(zv::max(w), 3, a, b));
