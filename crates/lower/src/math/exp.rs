@@ -1,5 +1,5 @@
-//! `exp`, and the exponential core the other expansions build on (`tanh`, `sigmoid`, `erf`,
-//! `pow`).
+//! `exp`, and the exponential core the other expansions build on (f64 `tanh`, `sigmoid`,
+//! `erf`, `pow`).
 //!
 //! Reduction: `n = round(x · log2 e)` through the magic-number trick (one FMA adds
 //! `1.5 · 2^mantissa`, so the sum's low bits hold `n` and subtracting the magic gives `n` as a
@@ -55,10 +55,10 @@ const P64: [f64; 10] = [
     2.5000067167501987e-08,
 ];
 /// `ln 2` split: the nearest float, then the nearest float to the rest.
-const LN2_32: [f64; 2] = [0.6931471824645996, -1.9046542121259336e-09];
+pub(super) const LN2_32: [f64; 2] = [0.6931471824645996, -1.9046542121259336e-09];
 const LN2_64: [f64; 2] = [std::f64::consts::LN_2, 2.3190468138462996e-17];
 /// `log2 e` in each format.
-const LOG2E: [f64; 2] = [1.4426950216293335, std::f64::consts::LOG2_E];
+pub(super) const LOG2E: [f64; 2] = [1.4426950216293335, std::f64::consts::LOG2_E];
 /// Below this, `e^x` rounds to +0 (and the argument is clamped here).
 const UNDERFLOW: [f64; 2] = [-104.0, -746.0];
 /// The largest x whose correctly rounded `e^x` is finite.
@@ -208,39 +208,4 @@ pub(super) fn scale(b: &mut Builder<'_>, m: V, t: V, n: V, low: bool) -> V {
     let sum = b.add(m_bits, shifted);
     let scaled = b.float(sum);
     b.mul(scaled, factor)
-}
-
-/// `e^(2a)` in f32 for `0 ≤ a ≤ 9.1`, or NaN (which gives NaN or a number, never a trap):
-/// `tanh`'s exponential, in three operations fewer than [`exp_reaching`] of `2a` without
-/// guards (counting the addition that made `2a`).
-/// - The doubling is folded into the reduction: `a · 2 log2 e` is the product of `2a` and
-///   `log2 e` exactly, so `n` is the same, and `s = a - n · ln2_hi / 2` is that reduction's
-///   `r` halved, also exact (the halved constant is a float).
-/// - `ln 2`'s low part is left out: `e^(2a)` is off by a relative `n · |ln2_lo|`, at most
-///   `n · 1.9e-9`, which tanh's quotient `2 / (e^(2a) + 1)` passes on damped by about
-///   `2^-n` (see `hyperbolic.rs`).
-/// - The polynomial is taken in `s` (the coefficients of [`P32`] times powers of two,
-///   exact) and evaluated whole by Horner's rule, `1 + s · (2 + s · Q(s))`, so the last
-///   multiply-add rounds once and the rounding of `2 + s · Q(s)` reaches the result scaled
-///   by `|s| ≤ 0.18`: about 0.2 ULP more than [`exp_reaching`]'s error. In f64 that was
-///   enough to take tanh to 2 ULP, so f64 tanh does not use this.
-pub(super) fn exp_of_double(b: &mut Builder<'_>, a: V) -> V {
-    debug_assert!(!b.fmt.wide(), "exp_of_double is f32's");
-    let (two_log2e, magic) = (b.f(2.0 * LOG2E[0]), b.f(b.fmt.magic()));
-    let t = b.fma(a, two_log2e, magic);
-    let n = b.sub(t, magic);
-    let half_ln2 = b.f(-LN2_32[0] / 2.0);
-    let s = b.fma(n, half_ln2, a);
-    // e^(2s) = 1 + 2s + (2s)² P(2s) = 1 + s (2 + s Q(s)), Q(s) = Σ c_k 2^(k+2) s^k.
-    let q: [f64; P32.len()] = std::array::from_fn(|k| P32[k] * f64::from(1u32 << (k + 2)));
-    let q = b.poly(s, &q);
-    let two = b.f(2.0);
-    let v = b.fma(q, s, two);
-    let one = b.f(1.0);
-    let er = b.fma(v, s, one);
-    if b.has_scale_b {
-        b.scale_b(er, n)
-    } else {
-        scale(b, er, t, n, false)
-    }
 }
