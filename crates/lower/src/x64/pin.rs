@@ -6,7 +6,8 @@
 //! bounded memory-bound kernels at well under a cycle per element. A vector loop's body calls
 //! nothing, so while it runs, the innermost counter and the offsets of the maps that move
 //! along its dim live in caller-saved registers ([`PIN_REGS`]), loaded from their slots
-//! before the loop and written back after it.
+//! before the loop and written back after it, or dropped after a run of whole vectors known
+//! at compile time, whose slots already hold what the restore after the loop would give back.
 
 #[allow(
     unused_imports,
@@ -40,6 +41,18 @@ impl Emitter<'_> {
             x64!(self.ops; mov Rq(reg), QWORD [rsp + slot]);
             self.pinned.push((slot, reg));
         }
+    }
+
+    /// Whether every map offset that moves along dim `d`, and dim `d`'s counter, is pinned:
+    /// then a loop over `d` changes no slot while it runs.
+    pub(crate) fn pins_all_moving(&self, d: usize) -> bool {
+        let counter = self.lay.counter[d];
+        self.pinned_reg(counter).is_some()
+            && self
+                .maps()
+                .iter()
+                .filter(|m| self.stride(m, d) != 0)
+                .all(|m| self.pinned_reg(m.slot).is_some())
     }
 
     /// Writes the pinned registers back to their slots.

@@ -58,12 +58,24 @@ impl Emitter<'_> {
         x64!(self.ops; cmp QWORD [rsp + counter], rcx ; jae =>end);
         self.emit_uniform_prefix(plan)?;
         let tile_pointers = self.emit_tile_pointers(plan);
-        if self.stream && !plan.tiles() {
+        let head = self.stream && !plan.tiles();
+        if head {
             // Tiles fix which column each vector iteration reads, so a run cannot start with
             // a shorter step: its stores check their own alignment instead.
             self.emit_store_alignment_head(d, plan)?;
         }
         self.pin_loop_state(d, &tile_pointers);
+        // A run of whole vectors known at compile time (an inner dim: dim 0's run is the
+        // workgroup's share) whose moving state is all in registers leaves nothing for a
+        // tail, and its slots still hold the run's start, which is what the restore would
+        // give back: the registers are dropped, not written back, and the tail and the
+        // restore are left out. For a short row (a 32-float row of a GEMM's packed B) they
+        // were a chain of store-forwarded writes of the same slots, row after row.
+        let whole = d > 0
+            && self.k.dims[d].is_multiple_of(lanes as u64)
+            && tile_pointers.is_empty()
+            && !head
+            && self.pins_all_moving(d);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         self.emit_vstore(plan)?;
@@ -74,6 +86,13 @@ impl Emitter<'_> {
         self.emit_map_step(d, lanes);
         x64!(self.ops; =>vcheck);
         self.emit_vector_loop_check(d, lanes, vtop);
+        if whole {
+            self.pinned.clear();
+            // Later code may call imports compiled as SSE code (the next run's uniform
+            // prefix, say).
+            x64!(self.ops; vzeroupper ; =>end);
+            return Ok(());
+        }
         self.unpin();
         if self.tier == X64Tier::Avx512 && !plan.needs_scalar_tail() {
             let done = self.ops.new_dynamic_label();

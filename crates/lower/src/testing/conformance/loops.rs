@@ -72,7 +72,9 @@ pub(super) fn reductions(s: &mut Conformance<'_>, _: u32) -> Result<(), String> 
 
 pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
-        for (n, m) in [(5u64, 13u64), (1, 1), (3, 8), (2, 33)] {
+        // (3, 32) and (4, 48) are whole vectors on every tier and width, so runs with no
+        // tail and no restore (x64's pinned whole runs) meet reversed and broadcast maps.
+        for (n, m) in [(5u64, 13u64), (1, 1), (3, 8), (2, 33), (3, 32), (4, 48)] {
             // a transposed (an m × n buffer read column-wise), b broadcast along the inner dim.
             let k = binary_2d(
                 [n, m],

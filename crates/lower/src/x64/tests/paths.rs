@@ -283,3 +283,36 @@ fn short_reductions_get_extra_accumulators() {
         assert!(p.extra_accs.is_empty(), "exp body, zmm={zmm}");
     }
 }
+
+/// A run known to be whole vectors (an inner dim of 32 or 48 f32 on AVX-512) gets no masked
+/// tail and leaves its slots alone: the pinned offsets are not written back, and nothing
+/// steps them back after the loop. A run of 40 keeps both.
+#[test]
+fn whole_inner_runs_have_no_tail_and_no_restore() {
+    let target = X64Target::new(X64Tier::Avx512);
+    for (m, whole) in [(32u64, true), (48, true), (40, false)] {
+        let n = 3u64;
+        let k = binary_2d(
+            [n, m],
+            DType::F32,
+            (n * m, 0, [m as i64, 1]),
+            (m, 0, [0, 1]),
+            BinaryOp::Add,
+        );
+        k.validate().expect("valid");
+        let code = target
+            .emit(
+                &[crate::kernel::Kernel::Loop(k)],
+                &crate::compile::Options::default(),
+            )
+            .expect("emit");
+        let text = super::encoding::disassemble(&code.code).expect("decodes");
+        assert_eq!(text.contains("kmovw"), !whole, "m = {m}:\n{text}");
+        // Written back after the loop: `mov [rsp+..],r8` and the like (pinned registers).
+        let write_backs = text
+            .lines()
+            .filter(|l| l.contains("],r8") || l.contains("],r9") || l.contains("],r10"))
+            .count();
+        assert_eq!(write_backs == 0, whole, "m = {m}:\n{text}");
+    }
+}
