@@ -184,7 +184,7 @@ pub(super) fn exp_of_sum(b: &mut Builder<'_>, x: V, tail: Option<V>, reach: Reac
 
 /// `m · 2^n` for `m` in [0.5, 2), with `n` the integer in the low bits of `t` (the magic sum)
 /// and also the float `n`; `low` when `n` can fall below the normal exponents.
-pub(super) fn scale(b: &mut Builder<'_>, m: V, t: V, n: V, low: bool) -> V {
+fn scale(b: &mut Builder<'_>, m: V, t: V, n: V, low: bool) -> V {
     let fmt = b.fmt;
     let (adjust, factor) = if low {
         let (k, min) = if fmt.wide() {

@@ -1,4 +1,5 @@
-//! `tanh` and `sigmoid`, both from the exponential core (`exp.rs`).
+//! `tanh` and `sigmoid`: f64 `tanh` and `sigmoid` from the exponential core (`exp.rs`), f32
+//! `tanh` from its own `expm1` (with `exp.rs`'s reduction constants).
 //!
 //! `tanh` in f32: one form for every input. With `a = min(|x|, 9.1)` (beyond 9.1 tanh rounds
 //! to ±1, and the clamped form gives exactly that, so `tanh(±inf) = ±1`) and `p = e^(-2a)`,
@@ -8,12 +9,16 @@
 //! `tools/remez.py expm1` (degree 4, relative error 0.28 ULP) in the variable `-2s`, its
 //! coefficients scaled by exact powers of two. Both sides of the quotient are then
 //! `(1 ∓ 2^n) ∓ 2^n m`, one FMA each, rounding once, and near 0 (`n = 0`) they are `-m` and
-//! `2 + m` with no cancellation, so one form keeps the relative accuracy everywhere. What is
-//! left is three roundings (numerator, denominator, quotient), at most 1.93 ULP measured
-//! exhaustively (at `x` near 0.52, where the numerator rounds in a binade above the result's);
-//! `ln 2`'s low part is left out, which moves `p` by a relative `n · 1.9e-9`, reaching the
-//! result scaled by `2p / (1 - p²)`, below 0.05 ULP. NaN stays NaN through every step, and the
-//! sign comes from `x`'s bit at the end, so `±0` stays `±0`.
+//! `2 + m` with no cancellation, so one form keeps the relative accuracy everywhere. The error
+//! is that of the numerator, the denominator and the quotient, each rounded once, plus, where
+//! `n ≠ 0`, `m`'s own (the fit's 0.28 ULP and its evaluation), and, for `n ≤ -24` (`|x|` from
+//! 8.14 on), the rounding of `1 ∓ 2^n` itself: there the denominator is 1 whatever `m` is.
+//! Measured exhaustively, the result is at most 2 ULP from the correctly rounded one (1.93
+//! ULP from the exact value at most, near 0.52, where the numerator rounds in a binade above
+//! the result's; up to 1.83 where `n = -24`). `ln 2`'s low part is left out, which moves `p`
+//! by a relative `n · 1.9e-9`, reaching the result scaled by `2p / (1 - p²)`, below 0.05 ULP.
+//! NaN stays NaN through every step, and the sign comes from `x`'s bit at the end, so `±0`
+//! stays `±0`.
 //!
 //! `tanh` in f64: for `|x| <` 0.55, the odd polynomial `x + x³ · P(x²)` (`P` of degree 10, a
 //! minimax fit for relative error: `tools/remez.py tanh`, 0.02 ULP); from there on,
@@ -57,11 +62,13 @@ const P64: [f64; 11] = [
 ];
 /// Where f64's polynomial hands over to the exponential form.
 const SPLIT_64: f64 = 0.55;
-/// Beyond this `|x|`, tanh rounds to ±1 (f32, f64).
-const SATURATE: [f64; 2] = [9.1, 20.0];
-const SATURATE_32: f64 = SATURATE[0];
-/// `log2 e` and `ln 2`'s high part in f32.
+/// Beyond this `|x|`, f32 tanh rounds to ±1.
+const SATURATE_32: f64 = 9.1;
+/// Beyond this `|x|`, f64 tanh rounds to ±1.
+const SATURATE_64: f64 = 20.0;
+/// `log2 e` in f32.
 const LOG2E_32: f64 = LOG2E[0];
+/// `ln 2`'s high part in f32 (exact when halved, and in products with small integers).
 const LN2_HI_32: f64 = LN2_32[0];
 
 /// `tanh x`: the `tanh` op.
@@ -79,7 +86,7 @@ pub(super) fn tanh(b: &mut Builder<'_>, x: V) -> V {
     let a3 = b.mul(a, z);
     let near = b.fma(a3, p, a);
     // Elsewhere: 1 - 2 / (e^(2|x|) + 1).
-    let limit = b.f(SATURATE[1]);
+    let limit = b.f(SATURATE_64);
     let over = b.lt(limit, a);
     let clamped = b.select(over, limit, a);
     // e^(2|x|) by the general exponential (2|x| is exact).
@@ -132,7 +139,7 @@ fn tanh_f32(b: &mut Builder<'_>, x: V) -> V {
     b.with_sign_of(magnitude, x)
 }
 
-/// `2^n` and `-2^n` for an integer `n` in [-27, 0], `t` the magic sum that holds `n` in its
+/// `2^n` and `-2^n` for an integer `n` in [-26, 0], `t` the magic sum that holds `n` in its
 /// low bits: by `scaleb` where the target has it, else `n` shifted into the exponent field of
 /// ±1.
 fn powers_of_two(b: &mut Builder<'_>, t: V, n: V) -> (V, V) {

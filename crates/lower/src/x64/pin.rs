@@ -24,17 +24,11 @@ const PIN_REGS: [u8; 6] = [8, 9, 10, 11, 6, 7];
 impl Emitter<'_> {
     /// Moves dim `d`'s counter and the offsets of the maps that move along `d` into registers
     /// (as many as there are; the rest stay in their slots). Only around code that calls
-    /// nothing; [`Emitter::unpin`] puts them back.
+    /// nothing; [`Emitter::unpin`] puts them back, or [`Emitter::drop_pins`] forgets them.
     /// `extra` are further slots the loop steps (tile column pointers, see `tile.rs`).
     pub(crate) fn pin_loop_state(&mut self, d: usize, extra: &[i32]) {
         let mut slots = vec![self.lay.counter[d]];
-        let moving: Vec<i32> = self
-            .maps()
-            .iter()
-            .filter(|m| self.stride(m, d) != 0)
-            .map(|m| m.slot)
-            .collect();
-        slots.extend(moving);
+        slots.extend(self.moving_slots(d));
         slots.dedup();
         slots.extend_from_slice(extra);
         for (slot, reg) in slots.into_iter().zip(PIN_REGS) {
@@ -49,10 +43,24 @@ impl Emitter<'_> {
         let counter = self.lay.counter[d];
         self.pinned_reg(counter).is_some()
             && self
-                .maps()
-                .iter()
-                .filter(|m| self.stride(m, d) != 0)
-                .all(|m| self.pinned_reg(m.slot).is_some())
+                .moving_slots(d)
+                .into_iter()
+                .all(|slot| self.pinned_reg(slot).is_some())
+    }
+
+    /// The slots of the map offsets that move along dim `d`.
+    fn moving_slots(&self, d: usize) -> Vec<i32> {
+        self.maps()
+            .iter()
+            .filter(|m| self.stride(m, d) != 0)
+            .map(|m| m.slot)
+            .collect()
+    }
+
+    /// Forgets the pinned registers without writing them back: for a loop that leaves its
+    /// slots as they were before it ([`Emitter::pins_all_moving`] and a restore to come).
+    pub(crate) fn drop_pins(&mut self) {
+        self.pinned.clear();
     }
 
     /// Writes the pinned registers back to their slots.

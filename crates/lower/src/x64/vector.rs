@@ -2,8 +2,8 @@
 //! per iteration in ymm registers on the AVX2 tier, then a scalar tail. The AVX-512 tier runs
 //! the same plan in zmm registers, 16 or 8 points per iteration (`vector_zmm.rs`), and ends
 //! it with one `k1`-masked iteration instead of the tail (see
-//! [`Emitter::emit_masked_tail`]). Which kernels qualify and where values live is the plan's
-//! (`vector_plan.rs`).
+//! [`Emitter::emit_masked_tail`]); a run of whole vectors known at compile time has neither.
+//! Which kernels qualify and where values live is the plan's (`vector_plan.rs`).
 //!
 //! Nodes that do not vary along the dim ("uniform": constants, stride-0 loads, indices of
 //! outer dims, and anything computed only from those) are evaluated once per run of the inner
@@ -39,7 +39,8 @@ use crate::kernel::Node;
 use crate::target::EmitError;
 
 impl Emitter<'_> {
-    /// The innermost parallel dim `d`, vectorized, with its scalar tail.
+    /// The innermost parallel dim `d`, vectorized, with its tail (scalar or masked) where the
+    /// run may leave one.
     pub(crate) fn emit_vector_dim(&mut self, d: usize) -> Result<(), EmitError> {
         let Some(plan) = self.vplan.take() else {
             return self.emit_loop(d, |e, _| e.emit_parallel_point());
@@ -87,7 +88,7 @@ impl Emitter<'_> {
         x64!(self.ops; =>vcheck);
         self.emit_vector_loop_check(d, lanes, vtop);
         if whole {
-            self.pinned.clear();
+            self.drop_pins();
             // Later code may call imports compiled as SSE code (the next run's uniform
             // prefix, say).
             x64!(self.ops; vzeroupper ; =>end);
