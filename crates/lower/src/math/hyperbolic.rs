@@ -149,7 +149,8 @@ fn powers_of_two(b: &mut Builder<'_>, t: V, n: V) -> (V, V) {
     }
     let t_bits = b.bits(t);
     let exponent = b.shl(t_bits, i64::from(b.fmt.mantissa));
-    let (one_bits, minus_one_bits) = (b.i(0x3f80_0000), b.i(0xbf80_0000));
+    let (one, minus_one) = (b.fmt.bits(1.0) as i64, b.fmt.bits(-1.0) as i64);
+    let (one_bits, minus_one_bits) = (b.i(one), b.i(minus_one));
     let plus = b.add(exponent, one_bits);
     let minus = b.add(exponent, minus_one_bits);
     (b.float(plus), b.float(minus))
