@@ -1,6 +1,6 @@
 //! The few AVX-512 instructions the AVX-512 tier emits, encoded here because dynasm 5.1 has
 //! no EVEX support (no zmm, no xmm16–31, no mask registers): masked 256-bit loads and stores
-//! (AVX-512F + VL) and mask-register moves for loop kernels, and the 512-bit loads, stores,
+//! (AVX-512F + VL) and mask-register moves and ANDs for loop kernels, and the 512-bit loads, stores,
 //! FMAs, multiplies and adds (with embedded broadcasts) of the contraction microkernels
 //! ([`zmm`], [`zop`]). The bytes are spliced into the dynasm stream;
 //! labels and branches stay with dynasm. Every form is checked against iced-x86's decoder in
@@ -90,6 +90,18 @@ pub(crate) fn move_merge(lanes: Lanes, dst: u8, src: u8, k: u8) -> [u8; 6] {
 /// `kmovw k(k), r32(src)` (VEX, AVX-512F), for general registers 0–7.
 pub(crate) fn kmovw_from_gpr(k: u8, src: u8) -> [u8; 4] {
     [0xC5, 0xF8, 0x92, 0xC0 | ((k & 7) << 3) | (src & 7)]
+}
+
+/// `kandw k(dst), k(a), k(b)` (VEX, AVX-512F).
+pub(crate) fn kandw(dst: u8, a: u8, b: u8) -> [u8; 4] {
+    // VEX.L1.0F.W0 41 /r: R̄ set, vvvv the inverted `a`, L = 1, no prefix.
+    let vvvv = (!a & 0xF) << 3;
+    [
+        0xC5,
+        0x80 | vvvv | 0x04,
+        0x41,
+        0xC0 | ((dst & 7) << 3) | (b & 7),
+    ]
 }
 
 /// Which opcode map, mandatory prefix and `W` bit an EVEX instruction has.

@@ -325,6 +325,11 @@ pub(crate) mod zv {
             op(3, 1, false, 0x08)
         }
     }
+    /// `vrangeps`/`pd zmm, zmm, zmm, imm8` (AVX-512DQ): a max or min of each lane pair that
+    /// orders `-0 < +0` but returns the other operand for a quiet NaN (see `vector_reduce.rs`).
+    pub(crate) const fn range(wide: bool) -> Op {
+        op(3, 1, wide, 0x50)
+    }
     /// `vextractf64x4 ymm/m256, zmm, imm8`: the source goes in reg, the destination in r/m.
     pub(crate) const EXTRACTF64X4: Op = op(3, 1, true, 0x1B);
     /// `vextractf32x4 xmm/m128, zmm, imm8`: the source goes in reg, the destination in r/m.

@@ -94,23 +94,22 @@ impl X64Tier {
                 CpuFeature::Avx2,
                 CpuFeature::Fma,
             ]),
-            // Masked EVEX ymm moves and kmovw: AVX-512F with VL.
+            // Masked EVEX ymm moves and kmovw: AVX-512F with VL; `vrangeps` for float max and
+            // min reductions: DQ.
             X64Tier::Avx512 => X64Tier::Avx2
                 .code_features()
                 .with(CpuFeature::Avx512f)
-                .with(CpuFeature::Avx512vl),
+                .with(CpuFeature::Avx512vl)
+                .with(CpuFeature::Avx512dq),
         }
     }
 
     /// The features a host must have for this tier to be chosen: the code's features, plus
-    /// for [`X64Tier::Avx512`] the rest of the x86-64-v4 set the tier is named after (BW, DQ),
+    /// for [`X64Tier::Avx512`] the rest of the x86-64-v4 set the tier is named after (BW),
     /// so the tier means the same machines whatever subset its code uses today.
     pub fn host_features(self) -> FeatureSet {
         match self {
-            X64Tier::Avx512 => self
-                .code_features()
-                .with(CpuFeature::Avx512bw)
-                .with(CpuFeature::Avx512dq),
+            X64Tier::Avx512 => self.code_features().with(CpuFeature::Avx512bw),
             _ => self.code_features(),
         }
     }

@@ -8,9 +8,11 @@ use crate::testing::kernels::{bits_of, edge_values, reduce_2d};
 
 /// Float max and min reductions whose result is a zero: rows of every edge value on one side
 /// of zero, both zeros among them (max +0, min -0), or only the zero of that side's sign;
-/// the first row again with a NaN last; the preferred zero followed by the other alone. 150
-/// points a row, so every accumulator of every tier holds both zeros, and the NaN reaches one
-/// accumulator only.
+/// the first row again with a NaN last; the preferred zero followed by the other alone; the
+/// first row with one NaN (of either sign) at each of eight places within the first 64
+/// points, so that on every tier some row's NaN reaches each accumulator of an unrolled loop
+/// alone. 150 points a row, so every accumulator of every tier holds both zeros, and the NaN
+/// reaches one accumulator only.
 pub(super) fn signed_zero_extremes(s: &mut Conformance<'_>) -> Result<(), String> {
     for dtype in [DType::F32, DType::F64] {
         let value = |bytes: &[u8]| {
@@ -24,6 +26,11 @@ pub(super) fn signed_zero_extremes(s: &mut Conformance<'_>) -> Result<(), String
             f32::NAN.to_le_bytes().to_vec()
         } else {
             f64::NAN.to_le_bytes().to_vec()
+        };
+        let negative_nan = if dtype == DType::F32 {
+            (-f32::NAN).to_le_bytes().to_vec()
+        } else {
+            (-f64::NAN).to_le_bytes().to_vec()
         };
         for op in [ReduceOp::Max, ReduceOp::Min] {
             // The side of zero each row keeps: at most 0 for max, at least 0 for min.
@@ -61,9 +68,19 @@ pub(super) fn signed_zero_extremes(s: &mut Conformance<'_>) -> Result<(), String
                 .unwrap_or_default();
             let mut zeros = first;
             zeros.extend(other.repeat(cols - 1));
-            let input = [row(&both), row(&one), with_nan, zeros].concat();
-            let k = reduce_2d(op, dtype, 4, cols as u64);
-            let out = vec![0xA5; 4 * size];
+            let mut input = [row(&both), row(&one), with_nan, zeros].concat();
+            // Vector j of the row goes to accumulator j mod 4 of a 4-way unrolled loop: at
+            // 4, 8 or 16 lanes, these places reach every one of them.
+            let places = [1usize, 9, 17, 25, 33, 41, 49, 57];
+            for (n, &at) in places.iter().enumerate() {
+                let mut r = row(&both);
+                let which = if n % 2 == 0 { &nan } else { &negative_nan };
+                r[at * size..(at + 1) * size].copy_from_slice(which);
+                input.extend(r);
+            }
+            let rows = 4 + places.len() as u64;
+            let k = reduce_2d(op, dtype, rows, cols as u64);
+            let out = vec![0xA5; rows as usize * size];
             s.check(&k, &[input, out], 1)?;
         }
     }

@@ -58,6 +58,7 @@ pub(crate) fn features_used(code: &[u8]) -> Result<FeatureSet, String> {
                 C::BMI2 => used.insert(CpuFeature::Bmi2),
                 C::AVX512F => used.insert(CpuFeature::Avx512f),
                 C::AVX512VL => used.insert(CpuFeature::Avx512vl),
+                C::AVX512DQ => used.insert(CpuFeature::Avx512dq),
                 other => return Err(format!("{instruction} needs {other:?}")),
             }
         }
@@ -349,7 +350,9 @@ vfmadd213ps ymm8,ymm0,ymm15
 /// decoded by iced-x86.
 #[test]
 fn evex_forms_decode_as_intended() {
-    use crate::x64::evex::{kmovw_from_gpr, load_masked, move_merge, store_masked, Lanes, Mem};
+    use crate::x64::evex::{
+        kandw, kmovw_from_gpr, load_masked, move_merge, store_masked, Lanes, Mem,
+    };
     let mem = |scale| Mem {
         base: 1,
         index: 0,
@@ -399,6 +402,8 @@ fn evex_forms_decode_as_intended() {
             "vmovapd ymm2{k1},ymm0",
         ),
         (kmovw_from_gpr(1, 0).to_vec(), "kmovw k1,eax"),
+        (kandw(6, 6, 5).to_vec(), "kandw k6,k6,k5"),
+        (kandw(3, 1, 7).to_vec(), "kandw k3,k1,k7"),
     ];
     // The 512-bit forms of the contraction microkernels: registers up to 31, every base
     // that needs care (rsp/r12 need a SIB, rbp/r13 a displacement), disp8 compression by the
