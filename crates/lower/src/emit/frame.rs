@@ -22,9 +22,11 @@ pub(crate) const MAX_FRAME: u32 = MAX_KERNEL_STACK - 16 * 1024;
 pub(crate) struct Layout {
     /// Scalar slot of each node (8 bytes).
     pub node: Vec<i32>,
-    /// Running element offset of each Load/Gather node's map.
+    /// Running element offset of each Load/Gather node's map (loads with equal maps share
+    /// one).
     pub map: Vec<Option<i32>>,
-    /// Running element offset of the store map.
+    /// Running element offset of the store map (a load's, when the kernel has no reduced
+    /// dims and their maps are equal).
     pub store_map: i32,
     /// Counter of each dim.
     pub counter: Vec<i32>,
@@ -80,19 +82,35 @@ impl Layout {
         };
         // Vector slots first, so their 32-byte offsets stay aligned relative to the frame.
         layout.vec_base = take(32 * vector_slots as u64).ok_or_else(too_big)?;
+        // Loads with the same map walk the same offsets, and so does the store of a kernel
+        // without reduced dims whose map is theirs (an elementwise kernel's input and output
+        // laid out alike): they share one slot, which the loops step once, and which a
+        // vector loop pins in one register.
+        let mut walked: Vec<(&IndexMap, i32)> = Vec::new();
         for n in &k.nodes {
             layout.node.push(take(8).ok_or_else(too_big)?);
-            let has_map = matches!(n.node, Node::Load { .. } | Node::Gather { .. });
-            layout.map.push(if has_map {
-                Some(take(8).ok_or_else(too_big)?)
-            } else {
-                None
-            });
+            let slot = match &n.node {
+                Node::Load { map, .. } => match walked.iter().find(|(m, _)| *m == map) {
+                    Some(&(_, slot)) => Some(slot),
+                    None => {
+                        let slot = take(8).ok_or_else(too_big)?;
+                        walked.push((map, slot));
+                        Some(slot)
+                    }
+                },
+                Node::Gather { .. } => Some(take(8).ok_or_else(too_big)?),
+                _ => None,
+            };
+            layout.map.push(slot);
         }
         for _ in &k.dims {
             layout.counter.push(take(8).ok_or_else(too_big)?);
         }
-        layout.store_map = take(8).ok_or_else(too_big)?;
+        let parallel = k.parallel_rank as usize == k.dims.len();
+        layout.store_map = match walked.iter().find(|(m, _)| parallel && *m == &k.store.map) {
+            Some(&(_, slot)) => slot,
+            None => take(8).ok_or_else(too_big)?,
+        };
         layout.hi0 = take(8).ok_or_else(too_big)?;
         layout.acc = take(8).ok_or_else(too_big)?;
         layout.tmp = take(8).ok_or_else(too_big)?;
@@ -167,9 +185,10 @@ impl MapRef<'_> {
 }
 
 impl Layout {
-    /// Every map the loops maintain: the live loads' and gathers', then the store's.
+    /// Every map the loops maintain, each slot once: the live loads' and gathers', then the
+    /// store's.
     pub(crate) fn maps<'k>(&self, k: &'k LoopKernel, live: &[bool]) -> Vec<MapRef<'k>> {
-        let mut maps = Vec::new();
+        let mut maps: Vec<MapRef<'k>> = Vec::new();
         for (i, n) in k.nodes.iter().enumerate() {
             if !live.get(i).copied().unwrap_or(false) {
                 continue;
@@ -177,18 +196,22 @@ impl Layout {
             if let (Node::Load { map, .. } | Node::Gather { map, .. }, Some(Some(slot))) =
                 (&n.node, self.map.get(i).copied())
             {
-                maps.push(MapRef {
-                    slot,
-                    map,
-                    parallel_only: false,
-                });
+                if !maps.iter().any(|m| m.slot == slot) {
+                    maps.push(MapRef {
+                        slot,
+                        map,
+                        parallel_only: false,
+                    });
+                }
             }
         }
-        maps.push(MapRef {
-            slot: self.store_map,
-            map: &k.store.map,
-            parallel_only: true,
-        });
+        if !maps.iter().any(|m| m.slot == self.store_map) {
+            maps.push(MapRef {
+                slot: self.store_map,
+                map: &k.store.map,
+                parallel_only: true,
+            });
+        }
         maps
     }
 }

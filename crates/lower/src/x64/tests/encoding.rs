@@ -154,7 +154,7 @@ fn sse2_add_kernel_listing() {
     assert_eq!(code.entries[0].offset, 0);
     assert_eq!(code.entries[0].len as usize, code.code.len());
     assert!(
-        text.ends_with("add rsp,0x50\npop r13\npop r12\npop rbx\nret\n"),
+        text.ends_with("add rsp,0x40\npop r13\npop r12\npop rbx\nret\n"),
         "{text}"
     );
     assert_features_within(&target, &code.code);
