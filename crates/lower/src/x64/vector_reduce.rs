@@ -190,7 +190,15 @@ impl Emitter<'_> {
         x64!(self.ops; vmovups [rsp + spill], Ry(ACC_REG));
         // The fold and the tail are SSE code (and may call imports).
         x64!(self.ops; vzeroupper);
-        self.emit_combine(op, dtype, acc, spill)?;
+        if d == self.k.parallel_rank as usize {
+            // The only reduced dim: the accumulator still holds the identity, which combines
+            // with the lanes' result to that result exactly (a float sum's lanes never hold
+            // -0, see the module doc), so it takes the result as it is, without the scalar
+            // combine's compare and branches (once per row of a softmax's max).
+            x64!(self.ops; mov rax, QWORD [rsp + spill] ; mov QWORD [rsp + acc], rax);
+        } else {
+            self.emit_combine(op, dtype, acc, spill)?;
+        }
         if avx512 {
             x64!(self.ops; =>end);
             self.emit_map_restore(d);
