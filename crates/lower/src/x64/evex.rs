@@ -1,7 +1,7 @@
 //! The few AVX-512 instructions the AVX-512 tier emits, encoded here because dynasm 5.1 has
 //! no EVEX support (no zmm, no xmm16–31, no mask registers): masked 256-bit loads and stores
-//! (AVX-512F + VL) and mask-register moves and ANDs for loop kernels, and the 512-bit loads, stores,
-//! FMAs, multiplies and adds (with embedded broadcasts) of the contraction microkernels
+//! (AVX-512F + VL) and mask-register moves and ANDs for loop kernels, and the 512-bit loads,
+//! stores, FMAs, multiplies and adds (with embedded broadcasts) of the contraction microkernels
 //! ([`zmm`], [`zop`]). The bytes are spliced into the dynasm stream;
 //! labels and branches stay with dynasm. Every form is checked against iced-x86's decoder in
 //! `tests/encoding.rs`.

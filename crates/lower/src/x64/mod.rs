@@ -11,9 +11,9 @@
 //! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path along the innermost
 //!   dim (elementwise, with contiguous, broadcast or gathered loads; and reductions over the
 //!   innermost dim); `tile.rs`: transposing loads read through tiles;
-//! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`), used by
-//!   the AVX-512 tier's masked tails; `vex.rs`: the FMA forms and `vgatherdpd`, which dynasm
-//!   encodes wrongly.
+//! - `evex.rs`: the AVX-512 instructions dynasm cannot encode (masked moves, `kmovw`,
+//!   `kandw`), used by the AVX-512 tier's masked tails and reductions; `vex.rs`: the FMA forms
+//!   and `vgatherdpd`, which dynasm encodes wrongly.
 //!
 //! What each tier emits: SSE2 runs every kernel with the scalar loops; AVX2 vectorizes the
 //! kernels `vector.rs` accepts (others stay scalar, whole kernel); AVX-512 is AVX2 plus a

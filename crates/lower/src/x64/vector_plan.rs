@@ -486,7 +486,7 @@ pub(crate) fn plan(
         slots *= 2;
     }
     // Float neg and abs take the sign mask, and so does AVX-512's float max (see
-    // `emit_zbinary`): of varying lanes, or a max reduction's combine.
+    // `emit_zbinary`): of varying lanes, or a max reduction's combine without the range form.
     let flips_sign = k.nodes.iter().enumerate().any(|(i, kn)| {
         let takes_sign = match kn.node {
             Node::Unary { op, .. } => matches!(op, UnaryOp::Neg | UnaryOp::Abs),
@@ -496,9 +496,10 @@ pub(crate) fn plan(
         live[i] && !uniform[i] && kn.dtype.is_float() && takes_sign
     }) || (zmm
         && k.reduction == Some(ReduceOp::Max)
-        && k.nodes
-            .get(k.result as usize)
-            .is_some_and(|n| n.dtype.is_float()));
+        && k.nodes.get(k.result as usize).is_some_and(|n| {
+            let ranged = super::vector_reduce::has_range_form;
+            n.dtype.is_float() && !ranged(zmm, BinaryOp::Max, n.dtype, &mask_reg)
+        }));
     let sign = flips_sign.then(|| {
         match regs
             .iter()

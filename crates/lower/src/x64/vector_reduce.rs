@@ -6,8 +6,9 @@
 //! (`VectorPlan::extra_accs`), filled round robin by an unrolled loop and folded into the
 //! first before the rest of the run. After the vector loop the lanes are folded
 //! pairwise in registers (upper half onto lower half until one lane is left), that lane into
-//! the scalar accumulator with the scalar combine step, and a scalar tail (or the AVX-512
-//! masked iteration) adds the remaining points.
+//! the scalar accumulator with the scalar combine step (or, when the dim is the only reduced
+//! one, into the accumulator as it is: it still holds the identity), and a scalar tail (or
+//! the AVX-512 masked iteration) adds the remaining points.
 //!
 //! A float max or min on AVX-512 combines each vector in two instructions on two ports
 //! (the range form) instead of three: `vrangeps` orders `-0 < +0` as the IR's max and min
@@ -62,25 +63,36 @@ fn range_imm(combine: BinaryOp) -> u8 {
     }
 }
 
+/// Whether a vector reduction combining with `combine` over `dtype` has the range form (see
+/// the module doc): a float max or min in zmm code whose body keeps no compare in one of
+/// [`ORDERED_MASKS`] (`mask_reg`, the plan's). The plan asks before it has its accumulators:
+/// the range form needs no sign mask.
+pub(crate) fn has_range_form(
+    zmm: bool,
+    combine: BinaryOp,
+    dtype: accy_ir::DType,
+    mask_reg: &[Option<u8>],
+) -> bool {
+    let float = matches!(dtype, accy_ir::DType::F32 | accy_ir::DType::F64);
+    let taken = mask_reg.iter().flatten().any(|m| ORDERED_MASKS.contains(m));
+    zmm && float && matches!(combine, BinaryOp::Max | BinaryOp::Min) && !taken
+}
+
 /// The accumulators of a vector reduction and their range-form opmasks, if it has the range
-/// form (see the module doc): a float max or min in zmm code whose body keeps no compare in
-/// one of those opmasks.
+/// form ([`has_range_form`]; at most [`ORDERED_MASKS`]' count of accumulators).
 fn range_form(
     plan: &VectorPlan,
     combine: BinaryOp,
     dtype: accy_ir::DType,
 ) -> Option<Vec<(u8, u8)>> {
-    let float = matches!(dtype, accy_ir::DType::F32 | accy_ir::DType::F64);
-    if !plan.zmm || !float || !matches!(combine, BinaryOp::Max | BinaryOp::Min) {
+    if !has_range_form(plan.zmm, combine, dtype, &plan.mask_reg) {
         return None;
     }
     let accs: Vec<(u8, u8)> = std::iter::once(ACC_REG)
         .chain(plan.extra_accs.iter().copied())
         .zip(ORDERED_MASKS)
         .collect();
-    let taken = |k: u8| plan.mask_reg.iter().flatten().any(|&m| m == k);
-    let fits = accs.len() == plan.extra_accs.len() + 1 && !accs.iter().any(|&(_, k)| taken(k));
-    fits.then_some(accs)
+    (accs.len() == plan.extra_accs.len() + 1).then_some(accs)
 }
 
 impl Emitter<'_> {

@@ -6,7 +6,9 @@
 //! `vpblendmd`/`q`. A compare read only by selects skips both steps: it keeps its result in
 //! one of `k2`–`k6` (see [`assign_masks`]), which its selects blend under. Scratch: zmm0–zmm2
 //! for spilled operands, zmm3/zmm4 and `k7` as temporaries, written before the destination,
-//! which is written last; `k1` is the masked tail's lane mask.
+//! which is written last; `k1` is the masked tail's lane mask; a float max or min reduction
+//! keeps its accumulators' ordered lanes in `k6`–`k3` unless the body took them
+//! (`vector_reduce.rs`).
 //!
 //! zmm16–31 are untouched by the SSE scalar code and `vzeroupper`, and are caller-saved in
 //! the SysV ABI, so they need no saving.
@@ -27,7 +29,8 @@ use crate::target::EmitError;
 
 /// The opmask a compare or a select's test writes before it is consumed at once.
 const K_TMP: u8 = 7;
-/// The opmasks [`assign_masks`] hands out (k1 is the masked tail's, k7 the temporary).
+/// The opmasks [`assign_masks`] hands out (k1 is the masked tail's, k7 the temporary), k2
+/// first: a float max or min reduction uses k6–k3 when the body leaves them free.
 const MASK_POOL: [u8; 5] = [2, 3, 4, 5, 6];
 
 /// Per node of `k`: the opmask a varying compare keeps its result in when every user is a

@@ -289,7 +289,6 @@ fn short_reductions_get_extra_accumulators() {
 /// steps them back after the loop. A run of 40 keeps both.
 #[test]
 fn whole_inner_runs_have_no_tail_and_no_restore() {
-    let target = X64Target::new(X64Tier::Avx512);
     for (m, whole) in [(32u64, true), (48, true), (40, false)] {
         let n = 3u64;
         let k = binary_2d(
@@ -300,13 +299,7 @@ fn whole_inner_runs_have_no_tail_and_no_restore() {
             BinaryOp::Add,
         );
         k.validate().expect("valid");
-        let code = target
-            .emit(
-                &[crate::kernel::Kernel::Loop(k)],
-                &crate::compile::Options::default(),
-            )
-            .expect("emit");
-        let text = super::encoding::disassemble(&code.code).expect("decodes");
+        let text = avx512_listing(k);
         assert_eq!(text.contains("kmovw"), !whole, "m = {m}:\n{text}");
         // Written back after the loop: `mov [rsp+..],r8` and the like (any pinned register).
         let write_backs = text
@@ -319,4 +312,39 @@ fn whole_inner_runs_have_no_tail_and_no_restore() {
             .count();
         assert_eq!(write_backs == 0, whole, "m = {m}:\n{text}");
     }
+}
+
+/// An AVX-512 float max or min reduction combines in the range form (`vector_reduce.rs`):
+/// `vrangeps`/`pd` with an ordered compare into each accumulator's opmask, the extra
+/// accumulators folded with `kandw`, NaN blended into the unordered lanes; and it needs no
+/// sign mask, so the three-instruction max (its `vpternlogd` with 0xD4) is gone.
+#[test]
+fn avx512_float_max_and_min_reductions_take_the_range_form() {
+    for (op, dtype, range) in [
+        (ReduceOp::Max, DType::F32, "vrangeps zmm15,zmm15,zmm5,5"),
+        (ReduceOp::Min, DType::F32, "vrangeps zmm15,zmm15,zmm5,4"),
+        (ReduceOp::Max, DType::F64, "vrangepd zmm15,zmm15,zmm5,5"),
+    ] {
+        let text = avx512_listing(reduce_2d(op, dtype, 3, 150));
+        let cmp = if dtype == DType::F32 {
+            "vcmpordps k6{k6},zmm5,zmm5"
+        } else {
+            "vcmpordpd k6{k6},zmm5,zmm5"
+        };
+        for form in [range, cmp, "kandw k6,k6,k5", "vpblendm"] {
+            assert!(text.contains(form), "{op:?} {dtype}: no {form}:\n{text}");
+        }
+        assert!(!text.contains(",0xD4"), "{op:?} {dtype}:\n{text}");
+    }
+}
+
+/// The disassembly of `k` compiled for the AVX-512 tier with the default options.
+fn avx512_listing(k: LoopKernel) -> String {
+    let code = X64Target::new(X64Tier::Avx512)
+        .emit(
+            &[crate::kernel::Kernel::Loop(k)],
+            &crate::compile::Options::default(),
+        )
+        .expect("emit");
+    super::encoding::disassemble(&code.code).expect("decodes")
 }
