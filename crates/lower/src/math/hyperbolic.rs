@@ -181,6 +181,12 @@ pub(super) fn sigmoid(b: &mut Builder<'_>, x: V) -> V {
     let y0t = b.mul(y0, t);
     let r = b.sub(r, y0t);
     let y = b.fma(r, inv, y0);
+    if b.has_scale_b {
+        // A NaN argument is NaN through every step: the exponential takes it unclamped
+        // (`high: false`, and the underflow test is false for it) and `scaleb` returns it.
+        return y;
+    }
+    // Scaled through the exponent bits, a NaN argument's exponential is finite garbage.
     let nan = b.ne(x, x);
     b.select(nan, x, y)
 }

@@ -22,7 +22,9 @@ fn le_bytes(values: &[f64], dtype: DType) -> Vec<u8> {
 /// exponent-field arithmetic (every other target's) gives the same bits for each function
 /// built on the exponential: both round once, so the choice of target changes no result. A
 /// sweep across each function's whole range, through the subnormal results and the overflow
-/// threshold, and the special values.
+/// threshold, and the special values. A NaN comes out NaN on both, its sign and payload
+/// unspecified (as the IR leaves them): `sigmoid`'s `scaleb` form returns the one its
+/// arithmetic makes, where the other selects the argument.
 #[test]
 fn scaling_with_scale_b_changes_no_result() {
     for dtype in [DType::F32, DType::F64] {
@@ -86,8 +88,14 @@ fn scaling_with_scale_b_changes_no_result() {
             };
             let (plain, scaled) = (run(false), run(true));
             let size = dtype.size_bytes() as usize;
+            let nan = |b: &[u8]| match dtype {
+                DType::F32 => f32::from_le_bytes(b.try_into().expect("4 bytes")).is_nan(),
+                _ => f64::from_le_bytes(b.try_into().expect("8 bytes")).is_nan(),
+            };
             for (i, (p, s)) in plain.chunks(size).zip(scaled.chunks(size)).enumerate() {
-                assert_eq!(p, s, "{op} {dtype} at {}", values[i]);
+                if !(nan(p) && nan(s)) {
+                    assert_eq!(p, s, "{op} {dtype} at {}", values[i]);
+                }
             }
         }
     }
