@@ -206,7 +206,7 @@ impl Emitter<'_> {
             // The only reduced dim: the accumulator still holds the identity, which combines
             // with the lanes' result to that result exactly (a float sum's lanes never hold
             // -0, see the module doc), so it takes the result as it is, without the scalar
-            // combine's compare and branches (once per row of a softmax's max).
+            // combine's compare and branches (once per row of a softmax's max and sum).
             x64!(self.ops; mov rax, QWORD [rsp + spill] ; mov QWORD [rsp + acc], rax);
         } else {
             self.emit_combine(op, dtype, acc, spill)?;
