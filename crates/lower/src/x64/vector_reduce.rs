@@ -8,7 +8,8 @@
 //! pairwise in registers (upper half onto lower half until one lane is left), that lane into
 //! the scalar accumulator with the scalar combine step (or, when the dim is the only reduced
 //! one, into the accumulator as it is: it still holds the identity), and a scalar tail (or
-//! the AVX-512 masked iteration) adds the remaining points.
+//! the AVX-512 masked iteration) adds the remaining points, if a run of whole vectors known
+//! at compile time leaves any.
 //!
 //! A float max or min on AVX-512 combines each vector in two instructions on two ports
 //! (the range form) instead of three: `vrangeps` orders `-0 < +0` as the IR's max and min
@@ -172,9 +173,18 @@ impl Emitter<'_> {
         x64!(self.ops; =>vcheck);
         let spill = self.vslot(plan, acc_slot);
         self.emit_vector_loop_check(d, lanes, vtop);
-        self.unpin();
+        // A run of whole vectors known at compile time whose moving state is all pinned (as
+        // in `vector.rs`) leaves no tail, and its slots still hold the run's start, which is
+        // what the restore would give back: the registers are dropped, and the tail and the
+        // restore are left out (once per row of a softmax's max and sum).
+        let whole = d > 0 && self.k.dims[d].is_multiple_of(lanes as u64) && self.pins_all_moving(d);
+        if whole {
+            self.drop_pins();
+        } else {
+            self.unpin();
+        }
         let avx512 = self.tier == X64Tier::Avx512;
-        if avx512 {
+        if avx512 && !whole {
             // The remaining points as one masked iteration; masked-off lanes combine the
             // identity (merged into ymm2), so they change nothing.
             let fold = self.ops.new_dynamic_label();
@@ -210,6 +220,10 @@ impl Emitter<'_> {
             x64!(self.ops; mov rax, QWORD [rsp + spill] ; mov QWORD [rsp + acc], rax);
         } else {
             self.emit_combine(op, dtype, acc, spill)?;
+        }
+        if whole {
+            x64!(self.ops; =>end);
+            return Ok(());
         }
         if avx512 {
             x64!(self.ops; =>end);

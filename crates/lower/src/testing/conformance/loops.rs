@@ -18,8 +18,10 @@ pub(super) fn reductions(s: &mut Conformance<'_>, _: u32) -> Result<(), String> 
     for &op in ReduceOp::ALL {
         for dtype in DTYPES {
             // 149 points: unrolled rounds into several accumulators, then single vectors,
-            // then a tail, on every tier's lane count.
-            for (p, r) in [(4u64, 7u64), (3, 0), (0, 4), (1, 1), (2, 19), (2, 149)] {
+            // then a tail, on every tier's lane count; 16, 32 and 64: whole vectors on every
+            // tier, rows that leave no tail and keep their slots (`x64/vector_reduce.rs`).
+            let shapes = [(4u64, 7u64), (3, 0), (0, 4), (1, 1), (2, 19), (2, 149)];
+            for (p, r) in shapes.into_iter().chain([(5, 16), (3, 32), (2, 64)]) {
                 let k = reduce_2d(op, dtype, p, r);
                 if k.validate().is_ok() {
                     s.check(&k, &buffers_for(&k, 7), 1)?;

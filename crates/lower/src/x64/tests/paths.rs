@@ -302,15 +302,19 @@ fn whole_inner_runs_have_no_tail_and_no_restore() {
         let text = avx512_listing(k);
         assert_eq!(text.contains("kmovw"), !whole, "m = {m}:\n{text}");
         // Written back after the loop: `mov [rsp+..],r8` and the like (any pinned register).
-        let write_backs = text
-            .lines()
-            .filter(|l| {
-                ["],r8", "],r9", "],r10", "],r11", "],rsi", "],rdi"]
-                    .iter()
-                    .any(|r| l.contains(r))
-            })
-            .count();
-        assert_eq!(write_backs == 0, whole, "m = {m}:\n{text}");
+        assert_eq!(write_backs(&text) == 0, whole, "m = {m}:\n{text}");
+    }
+}
+
+/// A reduction over an inner dim of whole vectors (32 f32 on AVX-512) drops its pinned
+/// state as a parallel run does: no masked tail (its `kmovw k1`) and no write-back; a row of
+/// 40 keeps both. The conformance groups check the results (`reductions`, `maps`).
+#[test]
+fn whole_reduction_runs_have_no_tail_and_no_restore() {
+    for (m, whole) in [(32u64, true), (40, false)] {
+        let text = avx512_listing(reduce_2d(ReduceOp::Sum, DType::F32, 3, m));
+        assert_eq!(text.contains("kmovw"), !whole, "m = {m}:\n{text}");
+        assert_eq!(write_backs(&text) == 0, whole, "m = {m}:\n{text}");
     }
 }
 
@@ -347,4 +351,13 @@ fn avx512_listing(k: LoopKernel) -> String {
         )
         .expect("emit");
     super::encoding::disassemble(&code.code).expect("decodes")
+}
+
+/// The lines of `text` that write a pinned loop register back to its frame slot
+/// (`mov [rsp+..],r8` and the like).
+fn write_backs(text: &str) -> usize {
+    let pinned = ["],r8", "],r9", "],r10", "],r11", "],rsi", "],rdi"];
+    text.lines()
+        .filter(|l| pinned.iter().any(|r| l.contains(r)))
+        .count()
 }
