@@ -37,6 +37,14 @@ impl Emitter<'_> {
         }
     }
 
+    /// Whether the run of dim `d` is whole vectors of `lanes` points known at compile time (an
+    /// inner dim: dim 0's run is the workgroup's share) and its moving state is all pinned:
+    /// then it leaves no tail, and its slots still hold the run's start after the loop, which
+    /// is what the restore would give back, so the loop may drop its pins instead.
+    pub(crate) fn whole_pinned_run(&self, d: usize, lanes: i64) -> bool {
+        d > 0 && self.k.dims[d].is_multiple_of(lanes as u64) && self.pins_all_moving(d)
+    }
+
     /// Whether every map offset that moves along dim `d`, and dim `d`'s counter, is pinned:
     /// then a loop over `d` changes no slot while it runs.
     pub(crate) fn pins_all_moving(&self, d: usize) -> bool {

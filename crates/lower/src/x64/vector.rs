@@ -72,11 +72,7 @@ impl Emitter<'_> {
         // give back: the registers are dropped, not written back, and the tail and the
         // restore are left out. For a short row (a 32-float row of a GEMM's packed B) they
         // were a chain of store-forwarded writes of the same slots, row after row.
-        let whole = d > 0
-            && self.k.dims[d].is_multiple_of(lanes as u64)
-            && tile_pointers.is_empty()
-            && !head
-            && self.pins_all_moving(d);
+        let whole = tile_pointers.is_empty() && !head && self.whole_pinned_run(d, lanes);
         x64!(self.ops; jmp =>vcheck ; =>vtop);
         self.emit_vector_body(plan)?;
         self.emit_vstore(plan)?;

@@ -159,9 +159,7 @@ impl Emitter<'_> {
                     // Same lanes: the opmasks combine as they are.
                     Some(accs) => {
                         let (k, extra_k) = (accs[0].1, accs[i + 1].1);
-                        let imm = range_imm(combine);
-                        let w = plan.wide;
-                        self.z(Zins::rrr(zv::range(w), ACC_REG, ACC_REG, acc).imm(imm));
+                        self.emit_range(plan, combine, ACC_REG, acc);
                         self.ops.extend(super::evex::kandw(k, k, extra_k));
                     }
                     None => self.emit_combine_vector(plan, combine, dtype, acc, ACC_REG)?,
@@ -173,11 +171,9 @@ impl Emitter<'_> {
         x64!(self.ops; =>vcheck);
         let spill = self.vslot(plan, acc_slot);
         self.emit_vector_loop_check(d, lanes, vtop);
-        // A run of whole vectors known at compile time whose moving state is all pinned (as
-        // in `vector.rs`) leaves no tail, and its slots still hold the run's start, which is
-        // what the restore would give back: the registers are dropped, and the tail and the
-        // restore are left out (once per row of a softmax's max and sum).
-        let whole = d > 0 && self.k.dims[d].is_multiple_of(lanes as u64) && self.pins_all_moving(d);
+        // A whole pinned run drops its registers, and the tail and the restore are left out
+        // (once per row of a softmax's max and sum).
+        let whole = self.whole_pinned_run(d, lanes);
         if whole {
             self.drop_pins();
         } else {
@@ -207,7 +203,7 @@ impl Emitter<'_> {
             })?;
             x64!(self.ops; =>fold);
         }
-        self.emit_unordered_to_nan(plan, combine, dtype, ACC_REG);
+        self.emit_unordered_to_nan(plan, combine, dtype);
         self.emit_fold_lanes(plan, combine, dtype)?;
         x64!(self.ops; vmovups [rsp + spill], Ry(ACC_REG));
         // The fold and the tail are SSE code (and may call imports).
@@ -273,12 +269,11 @@ impl Emitter<'_> {
     ) -> Result<(), EmitError> {
         let ranged = range_form(plan, combine, dtype);
         if let Some(&(_, k)) = ranged.iter().flatten().find(|&&(a, _)| a == acc) {
-            let imm = range_imm(combine);
             let w = plan.wide;
             self.z(Zins::rrr(zv::cmp(w), k, value, value)
                 .imm(ORDERED)
                 .mask(k, false));
-            self.z(Zins::rrr(zv::range(w), acc, acc, value).imm(imm));
+            self.emit_range(plan, combine, acc, value);
             Ok(())
         } else if plan.zmm {
             self.emit_zbinary(combine, dtype, plan.wide, acc, value, acc, plan.sign_reg())
@@ -287,21 +282,27 @@ impl Emitter<'_> {
         }
     }
 
-    /// In the range form, NaN in the lanes of accumulator `acc` that have seen a NaN (its
-    /// opmask's clear lanes), so that folding its lanes propagates them; nothing otherwise.
-    /// zmm3 holds the NaN (all ones).
+    /// `acc = vrangeps(acc, value)`: the max or min of each lane pair, a quiet NaN passed over.
+    fn emit_range(&mut self, plan: &VectorPlan, combine: BinaryOp, acc: u8, value: u8) {
+        let imm = range_imm(combine);
+        self.z(Zins::rrr(zv::range(plan.wide), acc, acc, value).imm(imm));
+    }
+
+    /// In the range form, NaN in the lanes of [`ACC_REG`] that have seen a NaN (its opmask's
+    /// clear lanes, the extra accumulators' ANDed in), so that folding its lanes propagates
+    /// them; nothing otherwise. zmm3 holds the NaN (all ones).
     fn emit_unordered_to_nan(
         &mut self,
         plan: &VectorPlan,
         combine: BinaryOp,
         dtype: accy_ir::DType,
-        acc: u8,
     ) {
-        let ranged = range_form(plan, combine, dtype);
-        if let Some(&(_, k)) = ranged.iter().flatten().find(|&&(a, _)| a == acc) {
-            let w = plan.wide;
+        if let Some(&(acc, k)) = range_form(plan, combine, dtype)
+            .as_ref()
+            .and_then(|a| a.first())
+        {
             self.z(Zins::rrr(zv::pternlog(false), 3, 3, 3).imm(0xFF));
-            self.z(Zins::rrr(zv::pblendm(w), acc, 3, acc).mask(k, false));
+            self.z(Zins::rrr(zv::pblendm(plan.wide), acc, 3, acc).mask(k, false));
         }
     }
 
