@@ -66,6 +66,7 @@ fn kernel(
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 

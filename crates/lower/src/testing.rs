@@ -332,6 +332,9 @@ fn workgroup_share(k: &LoopKernel, index: u32, count: u32) -> Result<Option<Loop
     // no longer start their rows at 0.
     share.row_scratch.clear();
     shift(&mut share.store.map)?;
+    if let Some(keep) = &mut share.keep {
+        shift(&mut keep.map)?;
+    }
     for n in &mut share.nodes {
         match &mut n.node {
             Node::Load { map, .. } | Node::Gather { map, .. } => shift(map)?,

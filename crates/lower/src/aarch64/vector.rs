@@ -187,6 +187,16 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
     let mut shift = vec![None; n];
     let mut needs_vec = vec![false; n];
     needs_vec[k.result as usize] = true;
+    // A kept value is stored a whole vector at a time, contiguously, in the lanes' width.
+    if let Some(keep) = &k.keep {
+        let dtype = k.nodes.get(keep.node as usize)?.dtype;
+        let lanes_fit = matches!(dtype, DType::F32 | DType::I32 | DType::F64 | DType::I64)
+            && (dtype.size_bytes() == 8) == wide;
+        if !reducing || keep.map.strides.get(d) != Some(&1) || !lanes_fit {
+            return None;
+        }
+        *needs_vec.get_mut(keep.node as usize)? = true;
+    }
     for (i, kn) in k.nodes.iter().enumerate() {
         if !live[i] {
             continue;
@@ -241,7 +251,10 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         .copied()
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
-    let (home, mut slots) = allocate(&k.nodes, k.result, &uniform, &needs_vec, &regs);
+    let results: Vec<u32> = std::iter::once(k.result)
+        .chain(k.keep.as_ref().map(|keep| keep.node))
+        .collect();
+    let (home, mut slots) = allocate(&k.nodes, &results, &uniform, &needs_vec, &regs);
     let acc_slot = reducing.then(|| {
         slots += 1;
         slots - 1
@@ -374,7 +387,8 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Every non-uniform live node for one vector of points.
+    /// Every non-uniform live node for one vector of points, then the kept value's store, if
+    /// the kernel keeps one ([`crate::kernel::Keep`]).
     pub(crate) fn emit_vector_nodes(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
         let shift: u32 = if plan.wide { 3 } else { 2 };
         for i in 0..self.k.nodes.len() {
@@ -392,6 +406,12 @@ impl Emitter<'_> {
                 self.emit_vnode(plan, i, r)?;
             }
             self.vfinish(plan, i, r);
+        }
+        if let (Some(keep), Some(map)) = (&self.k.keep, self.lay.keep_map) {
+            let kept = self.vsrc(plan, keep.node, SRC_SCRATCH[0])?;
+            let b = keep.binding * DispatchState::BINDING_STRIDE;
+            ldr_slot(self.ops, Slot::X, gpr::X0, map);
+            a64!(self.ops; ldr x1, [x20, #b] ; add x1, x1, x0, lsl #shift ; str Q(kept), [x1]);
         }
         Ok(())
     }

@@ -512,6 +512,7 @@ fn epilogue_kernel(
         reduction: None,
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     kernel.validate().map_err(|e| e.to_string())?;
     Ok((kernel, relocs))

@@ -28,6 +28,9 @@ pub(crate) struct Layout {
     /// Running element offset of the store map (a load's, when the kernel has no reduced
     /// dims and their maps are equal).
     pub store_map: i32,
+    /// Running element offset of the kept value's map ([`crate::kernel::Keep`]; a load's,
+    /// when their maps are equal), if the kernel keeps one.
+    pub keep_map: Option<i32>,
     /// Counter of each dim.
     pub counter: Vec<i32>,
     /// Exclusive upper bound of dim 0's counter (this workgroup's share).
@@ -72,6 +75,7 @@ impl Layout {
             node: Vec::with_capacity(k.nodes.len()),
             map: Vec::with_capacity(k.nodes.len()),
             store_map: 0,
+            keep_map: None,
             counter: Vec::with_capacity(k.dims.len()),
             hi0: 0,
             acc: 0,
@@ -105,6 +109,14 @@ impl Layout {
         }
         for _ in &k.dims {
             layout.counter.push(take(8).ok_or_else(too_big)?);
+        }
+        // A kept value stored where a load reads (a softmax's terms, laid out as its input)
+        // walks that load's offsets.
+        if let Some(keep) = &k.keep {
+            layout.keep_map = Some(match walked.iter().find(|(m, _)| *m == &keep.map) {
+                Some(&(_, slot)) => slot,
+                None => take(8).ok_or_else(too_big)?,
+            });
         }
         let parallel = k.parallel_rank as usize == k.dims.len();
         layout.store_map = match walked.iter().find(|(m, _)| parallel && *m == &k.store.map) {
@@ -185,8 +197,8 @@ impl MapRef<'_> {
 }
 
 impl Layout {
-    /// Every map the loops maintain, each slot once: the live loads' and gathers', then the
-    /// store's.
+    /// Every map the loops maintain, each slot once: the live loads' and gathers', the kept
+    /// value's, then the store's.
     pub(crate) fn maps<'k>(&self, k: &'k LoopKernel, live: &[bool]) -> Vec<MapRef<'k>> {
         let mut maps: Vec<MapRef<'k>> = Vec::new();
         for (i, n) in k.nodes.iter().enumerate() {
@@ -203,6 +215,15 @@ impl Layout {
                         parallel_only: false,
                     });
                 }
+            }
+        }
+        if let (Some(keep), Some(slot)) = (&k.keep, self.keep_map) {
+            if !maps.iter().any(|m| m.slot == slot) {
+                maps.push(MapRef {
+                    slot,
+                    map: &keep.map,
+                    parallel_only: false,
+                });
             }
         }
         if !maps.iter().any(|m| m.slot == self.store_map) {

@@ -24,16 +24,17 @@ pub(crate) enum Home {
 /// The homes of a kernel's vector values: per node, and the number of vector slots used.
 ///
 /// `needs_vec[i]` marks node `i` as a vector value, `uniform[i]` as one that holds for the
-/// whole loop; `result` stays live to the end; `regs` lists the allocatable registers in the
+/// whole loop; the values in `results` (the result, and a kept value's node, see
+/// [`crate::kernel::Keep`]) stay live to the end; `regs` lists the allocatable registers in the
 /// order to hand them out.
 pub(crate) fn allocate(
     nodes: &[KernelNode],
-    result: NodeId,
+    results: &[NodeId],
     uniform: &[bool],
     needs_vec: &[bool],
     regs: &[u8],
 ) -> (Vec<Home>, usize) {
-    allocate_except(nodes, result, uniform, needs_vec, &[], &[], regs)
+    allocate_except(nodes, results, uniform, needs_vec, &[], &[], regs)
 }
 
 /// [`allocate`], except that the varying values marked in `no_home` get no home (their
@@ -45,7 +46,7 @@ pub(crate) fn allocate(
 /// writes the destination.
 pub(crate) fn allocate_except(
     nodes: &[KernelNode],
-    result: NodeId,
+    results: &[NodeId],
     uniform: &[bool],
     needs_vec: &[bool],
     no_home: &[bool],
@@ -66,8 +67,10 @@ pub(crate) fn allocate_except(
             }
         }
     }
-    if let Some(l) = last_use.get_mut(result as usize) {
-        *l = usize::MAX;
+    for &r in results {
+        if let Some(l) = last_use.get_mut(r as usize) {
+            *l = usize::MAX;
+        }
     }
     let mut home = vec![Home::None; n];
     let mut slots = 0;
@@ -87,7 +90,7 @@ pub(crate) fn allocate_except(
         }
         let inherited = reuse.get(i).into_iter().flatten().find_map(|&o| {
             let o = o as usize;
-            let dies_here = o != result as usize && last_use.get(o) == Some(&i);
+            let dies_here = last_use.get(o) == Some(&i);
             let r = regs
                 .iter()
                 .position(|&r| home.get(o) == Some(&Home::Reg(r)))?;
@@ -168,7 +171,7 @@ mod tests {
         let needs = [true; 6];
         // Two registers: the varying chain needs both (%2 dies at %3, %3 at %4, ...), so both
         // constants spill; %0 is used twice, %1 once.
-        let (home, slots) = allocate(&nodes, 5, &uniform, &needs, &[7, 8]);
+        let (home, slots) = allocate(&nodes, &[5], &uniform, &needs, &[7, 8]);
         assert_eq!(
             home,
             [
@@ -182,7 +185,7 @@ mod tests {
         );
         assert_eq!(slots, 2);
         // Four registers: the constants take the two the chain never needs, %0 first.
-        let (home, slots) = allocate(&nodes, 5, &uniform, &needs, &[7, 8, 9, 10]);
+        let (home, slots) = allocate(&nodes, &[5], &uniform, &needs, &[7, 8, 9, 10]);
         assert_eq!(home[..2], [Home::Reg(9), Home::Reg(10)]);
         assert_eq!(slots, 0);
     }
@@ -196,7 +199,8 @@ mod tests {
         let uniform = [false; 5];
         let needs = [true; 5];
         let no_home = [false, false, false, true, false];
-        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[], &[7, 8, 9]);
+        let (home, slots) =
+            allocate_except(&nodes, &[4], &uniform, &needs, &no_home, &[], &[7, 8, 9]);
         assert_eq!(
             home,
             [
@@ -216,12 +220,13 @@ mod tests {
         let nodes = vec![load(), load(), add(0, 1), add(2, 1), add(3, 0)];
         let (uniform, needs, no_home) = ([false; 5], [true; 5], [false; 5]);
         let regs = [7, 8, 9, 10];
-        let (plain, _) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &[], &regs);
+        let (plain, _) = allocate_except(&nodes, &[4], &uniform, &needs, &no_home, &[], &regs);
         assert_eq!(plain[2], Home::Reg(9));
         // %2 may not take %1's register (%3 reads %1 again); %3 takes it, %1 being read last
         // there; %4 takes %0's.
         let reuse = [vec![], vec![], vec![1], vec![1], vec![0]];
-        let (home, slots) = allocate_except(&nodes, 4, &uniform, &needs, &no_home, &reuse, &regs);
+        let (home, slots) =
+            allocate_except(&nodes, &[4], &uniform, &needs, &no_home, &reuse, &regs);
         assert_eq!(
             home,
             [
@@ -238,7 +243,7 @@ mod tests {
         let reuse = [vec![], vec![0], vec![1]];
         let (home, _) = allocate_except(
             &nodes,
-            1,
+            &[1],
             &[false; 3],
             &[true; 3],
             &[false; 3],

@@ -1,5 +1,6 @@
 //! Kernels print themselves, as cranelift prints its IR: one header line with the iteration
-//! space, one line per binding, one per node, the store, a prefetch hint if the kernel has
+//! space, one line per binding, one per node, the store, a kept value's store if the kernel
+//! has one ([`super::Keep`]), a prefetch hint if the kernel has
 //! one and a line per binding that lives in worker scratch. `accy inspect` shows this text.
 //!
 //! ```text
@@ -104,6 +105,13 @@ impl fmt::Display for LoopKernel {
             "  store {combine}%{} at b{}[{}]",
             self.result, self.store.binding, self.store.map
         )?;
+        if let Some(k) = &self.keep {
+            writeln!(
+                f,
+                "  keep %{} at b{}[{}] at every point",
+                k.node, k.binding, k.map
+            )?;
+        }
         if let Some(p) = self.prefetch {
             writeln!(
                 f,

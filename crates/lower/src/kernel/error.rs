@@ -118,6 +118,14 @@ pub enum KernelError {
         /// The binding named.
         binding: u32,
     },
+    /// A [`super::Keep`] the kernel cannot have.
+    #[error("kernel `{kernel}`: its kept value cannot be stored: {why}")]
+    Keep {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// A [`super::RowScratch`] entry the kernel's accesses do not allow.
     #[error("kernel `{kernel}`: binding {binding} cannot live in worker scratch: {why}")]
     RowScratch {

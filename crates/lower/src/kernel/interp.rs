@@ -144,6 +144,24 @@ impl Runner<'_> {
         self.body.error(site, message)
     }
 
+    /// Stores the kept node's value at `point`, just evaluated, if the kernel keeps one.
+    fn keep(&self, point: &[u64], bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
+        let Some(keep) = &self.kernel.keep else {
+            return Ok(());
+        };
+        let site = Site::Node(keep.node);
+        let (value, dtype) = self
+            .body
+            .values
+            .get(keep.node as usize)
+            .zip(self.kernel.nodes.get(keep.node as usize))
+            .map(|(&v, n)| (v, n.dtype))
+            .ok_or_else(|| self.error(site, "no kept node"))?;
+        let offset = self.body.offset(site, &keep.map, point, 0)?;
+        self.body
+            .write(keep.binding, offset, dtype, value, bindings)
+    }
+
     fn run(mut self, bindings: &mut [&mut [u8]]) -> Result<(), KernelError> {
         let k = self.kernel;
         let dims: &[u64] = &k.dims;
@@ -167,6 +185,7 @@ impl Runner<'_> {
                     if !reduced_dims.contains(&0) {
                         loop {
                             let x = self.body.eval(&point, None, bindings)?;
+                            self.keep(&point, bindings)?;
                             acc = scalar::reduce_combine(op, acc, x).ok_or_else(|| {
                                 self.error(Site::Store, "reduction does not accept the result")
                             })?;

@@ -22,6 +22,8 @@
 //!   reduction point `r` in row-major order; the final accumulator is stored at
 //!   `store.map(p)`. The combine step has the semantics of the matching binary op (`add`,
 //!   `mul`, NaN-propagating `max`/`min`; `or`/`and` for bool max/min).
+//! - With a [`Keep`], the kept node's value at each point (reduced dims included) is also
+//!   stored at `keep.map(p)` of its binding.
 //! - Every node has the exact semantics of the IR op it is named after (see `accy_ir::Op`).
 //! - A kernel never reads or writes an element outside its bindings: [`LoopKernel::validate`]
 //!   proves every map stays inside `[0, elements)` over the whole space before emission.
@@ -31,7 +33,8 @@
 //!
 //! What the planner (`crate::plan`) additionally guarantees about the kernels it produces,
 //! which emitters may use but `validate` does not check: the store binding is the last
-//! binding and is write-only; every other binding is read-only, and no two bindings of a
+//! binding and is write-only; every other binding is read-only (but a [`Keep`]'s, which is
+//! write-only and the second to last), and no two bindings of a
 //! dispatch overlap; dims of extent 1 have been removed and adjacent dims that every map walks
 //! as one have been merged.
 
@@ -305,6 +308,26 @@ pub struct LoopKernel {
     /// run every binding as a whole buffer); machine code with it computes its bytes only as
     /// a link of its chain, each workgroup's links in turn on one worker.
     pub row_scratch: Vec<RowScratch>,
+    /// A value a reducing kernel also stores at every point, reduced dims included, or
+    /// `None` (most kernels).
+    pub keep: Option<Keep>,
+}
+
+/// A node's value that a reducing [`LoopKernel`] stores at every point of its space as well
+/// as reducing the result: the terms of a softmax's sum, `exp(x - max)`, which the division
+/// reads next, are stored by the pass that sums them instead of by a pass of their own, and
+/// the sum no longer rereads them. At point `p` (all dims) the value of `node` goes to
+/// element `map(p)` of `binding`, after that point's loads. `binding` is write-only, no node
+/// loads it and it is not the store's; the planner only makes maps that give each point its
+/// own element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keep {
+    /// The node whose value is stored.
+    pub node: NodeId,
+    /// The binding written (its dtype is the node's).
+    pub binding: u32,
+    /// Where, over all dims (`strides.len() == rank`).
+    pub map: IndexMap,
 }
 
 /// A cache hint of a [`LoopKernel`]: wherever the vector loop loads a whole vector of
@@ -431,11 +454,15 @@ impl LoopKernel {
         p.ahead.checked_mul(elem_bytes)
     }
 
-    /// Which nodes the result depends on (the others are never evaluated).
+    /// Which nodes the result and the kept value ([`Keep`]) depend on (the others are never
+    /// evaluated).
     pub fn live_nodes(&self) -> Vec<bool> {
         let mut live = vec![false; self.nodes.len()];
-        if let Some(r) = live.get_mut(self.result as usize) {
-            *r = true;
+        let kept = self.keep.as_ref().map(|k| k.node);
+        for root in std::iter::once(self.result).chain(kept) {
+            if let Some(r) = live.get_mut(root as usize) {
+                *r = true;
+            }
         }
         for i in (0..self.nodes.len()).rev() {
             if !live[i] {

@@ -71,6 +71,9 @@ impl LoopKernel {
         if self.store.binding == b {
             maps.push(&self.store.map);
         }
+        if let Some(keep) = self.keep.as_ref().filter(|k| k.binding == b) {
+            maps.push(&keep.map);
+        }
         let mut stride = None;
         for map in maps {
             let Some(&s0) = map.strides.first() else {

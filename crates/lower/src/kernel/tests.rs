@@ -52,6 +52,7 @@ fn exp_kernel() -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -351,6 +352,7 @@ fn gather_kernel(axis_len: u64, axis_stride: i64) -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -384,4 +386,5 @@ fn gather_rules_and_clamping() {
 }
 
 mod interp;
+mod keep;
 mod row_scratch;

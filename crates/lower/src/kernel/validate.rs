@@ -23,7 +23,10 @@
 //! 7. each [`super::RowScratch`] names a distinct binding that is row-partitioned with its
 //!    `row_bytes` ([`LoopKernel::rows_of`]) along a parallel dim 0, reserves a whole number
 //!    of rows (at least one) at a 64-byte-aligned offset, within
-//!    `accy_artifact::abi::MAX_WORKER_SCRATCH`, and no two reserve overlapping bytes.
+//!    `accy_artifact::abi::MAX_WORKER_SCRATCH`, and no two reserve overlapping bytes;
+//! 8. a [`super::Keep`], if any: the kernel reduces; it names a node; its binding has the
+//!    node's dtype, may be written, is not the store's and no node reads it; its map ranges
+//!    over all dims inside the binding (checked before 6 and 7).
 //!
 //! Because each map is affine, its extreme values over a box are reached at corners, one dim
 //! at a time: `offset + Σ min(0, s·(n-1))` and `offset + Σ max(0, s·(n-1))`. So the check is
@@ -440,6 +443,9 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
         elements,
         (0, 0),
     )?;
+    if let Some(keep) = &k.keep {
+        check_keep(k, &c, keep)?;
+    }
     if let Some(p) = k.prefetch {
         let loaded = k
             .nodes
@@ -453,6 +459,37 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
         }
     }
     k.check_row_scratch(&c.name())
+}
+
+/// A kept value (step 8): a reducing kernel, a node that exists, a binding of its dtype that
+/// may be written, is not the store's and that no node reads, and a map inside it over all
+/// dims.
+fn check_keep(k: &LoopKernel, c: &Checker<'_>, keep: &super::Keep) -> Result<(), KernelError> {
+    let bad = |why| KernelError::Keep {
+        kernel: c.name(),
+        why,
+    };
+    if k.reduction.is_none() {
+        return Err(bad("the kernel does not reduce"));
+    }
+    if keep.binding == k.store.binding {
+        return Err(bad("its binding is the store's"));
+    }
+    let read = k.nodes.iter().any(|n| match n.node {
+        Node::Load { binding, .. } | Node::Gather { binding, .. } => binding == keep.binding,
+        _ => false,
+    });
+    if read {
+        return Err(bad("a node reads its binding"));
+    }
+    let dtype = k
+        .nodes
+        .get(keep.node as usize)
+        .map(|n| n.dtype)
+        .ok_or(bad("it names no node"))?;
+    let site = Site::Node(keep.node);
+    let elements = c.binding(site, keep.binding, dtype, true)?;
+    c.bounds(site, keep.binding, &keep.map, &k.dims, elements, (0, 0))
 }
 
 fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {

@@ -89,15 +89,18 @@ pub(crate) fn expand(kernels: &mut [Kernel], scale_b: bool) -> Result<(), Kernel
     for kernel in kernels.iter_mut() {
         match kernel {
             Kernel::Loop(k) => {
-                if let Some((nodes, result)) = expand_nodes(&k.nodes, k.result, scale_b) {
+                if let Some((nodes, new_id)) = expand_nodes(&k.nodes, scale_b) {
                     k.nodes = nodes;
-                    k.result = result;
+                    k.result = renumbered(&k.name, &new_id, k.result)?;
+                    if let Some(keep) = &mut k.keep {
+                        keep.node = renumbered(&k.name, &new_id, keep.node)?;
+                    }
                 }
             }
             Kernel::Contraction(k) => {
-                if let Some((nodes, result)) = expand_nodes(&k.epilogue, k.result, scale_b) {
+                if let Some((nodes, new_id)) = expand_nodes(&k.epilogue, scale_b) {
                     k.epilogue = nodes;
-                    k.result = result;
+                    k.result = renumbered(&k.name, &new_id, k.result)?;
                 }
             }
         }
@@ -106,13 +109,22 @@ pub(crate) fn expand(kernels: &mut [Kernel], scale_b: bool) -> Result<(), Kernel
     Ok(())
 }
 
-/// `nodes` with each expandable node replaced by its expansion, and the new id of `result`;
+/// The new id of node `id` of kernel `name` in `new_id` ([`expand_nodes`]'s), or the error
+/// of a result that names no node.
+fn renumbered(name: &str, new_id: &[NodeId], id: NodeId) -> Result<NodeId, KernelError> {
+    new_id
+        .get(id as usize)
+        .copied()
+        .ok_or(KernelError::BadResult {
+            kernel: name.to_owned(),
+            result: id,
+            count: new_id.len(),
+        })
+}
+
+/// `nodes` with each expandable node replaced by its expansion, and each old node's new id;
 /// `None` when nothing expands.
-fn expand_nodes(
-    nodes: &[KernelNode],
-    result: NodeId,
-    scale_b: bool,
-) -> Option<(Vec<KernelNode>, NodeId)> {
+fn expand_nodes(nodes: &[KernelNode], scale_b: bool) -> Option<(Vec<KernelNode>, Vec<NodeId>)> {
     if !nodes.iter().any(|n| expands(&n.node, n.dtype)) {
         return None;
     }
@@ -179,8 +191,7 @@ fn expand_nodes(
         };
         new_id.push(id);
     }
-    let result = new_id.get(result as usize).copied()?;
-    Some((out, result))
+    Some((out, new_id))
 }
 
 #[cfg(test)]

@@ -176,6 +176,7 @@ mod tests {
             reduction: None,
             prefetch: None,
             row_scratch: Vec::new(),
+            keep: None,
         }
     }
 

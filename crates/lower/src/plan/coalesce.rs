@@ -5,7 +5,7 @@
 //!   and an index node reading it reads no dim);
 //! - adjacent dims `i`, `i + 1` of the same kind (both parallel or both reduced) merge into one
 //!   of extent `n_i · n_{i+1}` when every map walks them as one (`stride_i = stride_{i+1} ·
-//!   n_{i+1}`, the store's map included for parallel dims) and no index node reads either.
+//!   n_{i+1}`, a kept value's map included, and the store's for parallel dims) and no index node reads either.
 //!   Row-major order over the merged dim is the old row-major order over the pair, so even
 //!   reduction order is unchanged.
 //!
@@ -17,12 +17,16 @@ use smallvec::SmallVec;
 
 use crate::kernel::{IndexMap, LoopKernel, Node};
 
-/// Every map over the full iteration space (loads and gathers).
+/// Every map over the full iteration space (loads, gathers and a kept value's).
 fn full_maps(k: &mut LoopKernel) -> impl Iterator<Item = &mut IndexMap> {
-    k.nodes.iter_mut().filter_map(|n| match &mut n.node {
-        Node::Load { map, .. } | Node::Gather { map, .. } => Some(map),
-        _ => None,
-    })
+    let kept = k.keep.as_mut().map(|keep| &mut keep.map);
+    k.nodes
+        .iter_mut()
+        .filter_map(|n| match &mut n.node {
+            Node::Load { map, .. } | Node::Gather { map, .. } => Some(map),
+            _ => None,
+        })
+        .chain(kept)
 }
 
 fn remove(strides: &mut SmallVec<[i64; 8]>, i: usize) {
@@ -76,7 +80,7 @@ fn mergeable(k: &LoopKernel, i: usize) -> bool {
     let maps_ok = k.nodes.iter().all(|n| match &n.node {
         Node::Load { map, .. } | Node::Gather { map, .. } => walks_as_one(map),
         _ => true,
-    });
+    }) && k.keep.as_ref().is_none_or(|keep| walks_as_one(&keep.map));
     !indexed && maps_ok && (i + 1 >= parallel || walks_as_one(&k.store.map))
 }
 
@@ -150,6 +154,7 @@ mod tests {
             },
             prefetch: None,
             row_scratch: Vec::new(),
+            keep: None,
         }
     }
 

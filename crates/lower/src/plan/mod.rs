@@ -27,6 +27,9 @@
 //!   they will be expanded into vector code that scales in one instruction, AVX-512's, and
 //!   the value is larger than the L2 cache or at least half the last-level cache, so its
 //!   reread would come from further away); so is one grown past [`MAX_FUSED_NODES`] nodes;
+//! - a reduction that reads, point for point, the value the kernel just before it stored
+//!   computes that value itself and stores it while it reduces it (a softmax's `exp`, see
+//!   `keep`), so the value is not reread;
 //! - each output gets its value stored into its slot: a value materialized while planning is
 //!   stored straight into the first output slot that returns it; a later output of the same
 //!   value, a parameter, a constant or a contiguous view is a `Copy` command; any other view or
@@ -56,6 +59,7 @@ mod coalesce;
 mod contract;
 mod expr;
 mod fuse;
+mod keep;
 mod ops;
 mod outputs;
 mod row_scratch;
@@ -557,6 +561,7 @@ impl<'p> Planner<'p> {
             reduction,
             prefetch: None,
             row_scratch: Vec::new(),
+            keep: None,
         };
         coalesce::coalesce(&mut kernel);
         blocking::block_transposes(&mut kernel, self.options.transpose_block);
@@ -566,6 +571,10 @@ impl<'p> Planner<'p> {
         let reads: Vec<BufId> = uses.iter().map(|&(b, _)| b).collect();
         while let Some(i) = self.waiting.iter().position(|w| reads.contains(&w.dst)) {
             self.flush(i)?;
+        }
+        // A reduction of the value the previous kernel stored may store it instead (`keep`).
+        if kernel.reduction.is_some() && self.try_keep(&kernel, &uses, &body.sources) {
+            return Ok(());
         }
         let number = u32::try_from(self.kernels.len())
             .map_err(|_| CompileError::unsupported("more than 2^32 kernels"))?;

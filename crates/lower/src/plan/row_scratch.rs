@@ -127,20 +127,26 @@ fn chain_scratch(
         let Command::Dispatch { bindings, .. } = &commands[writer] else {
             continue;
         };
-        let Some(binding) = bindings.get(k.store.binding as usize) else {
+        // The value written at every point: an elementwise kernel's store, or a reducing
+        // kernel's kept value (a softmax's terms, stored while they are summed).
+        let (written, map, space) = match (&k.keep, k.reduction) {
+            (Some(keep), _) => (keep.binding, &keep.map, &k.dims[..]),
+            (None, None) => (k.store.binding, &k.store.map, &k.dims[..]),
+            (None, Some(_)) => continue,
+        };
+        let Some(binding) = bindings.get(written as usize) else {
             continue;
         };
         let region = binding.region;
         let scratch = plan
             .slot(region.slot)
             .is_some_and(|s| s.role == SlotRole::Scratch);
-        let parallel = k.dims.get(..k.parallel_rank as usize).unwrap_or(&[]);
-        let elements = k.bindings[k.store.binding as usize].elements;
+        let elements = k.bindings[written as usize].elements;
         let live = k.live_nodes();
-        let Rows::Partitioned { bytes: row_bytes } = k.rows_of(&live, k.store.binding) else {
+        let Rows::Partitioned { bytes: row_bytes } = k.rows_of(&live, written) else {
             continue;
         };
-        if !scratch || k.reduction.is_some() || !covers_once(&k.store.map, parallel, elements) {
+        if !scratch || !covers_once(map, space, elements) {
             continue;
         }
         let span = (writer, end);
@@ -166,7 +172,7 @@ fn chain_scratch(
             row_bytes,
             bytes,
         };
-        entries.push((index, entry(k.store.binding)));
+        entries.push((index, entry(written)));
         entries.extend(readers.into_iter().map(|(i, b)| (i, entry(b))));
     }
     entries

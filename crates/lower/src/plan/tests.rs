@@ -18,6 +18,7 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
 mod chain;
 mod dots;
 mod fuse;
+mod keep;
 mod recompute;
 mod rows;
 mod stream_hint;

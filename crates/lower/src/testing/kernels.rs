@@ -204,6 +204,7 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -311,6 +312,7 @@ pub fn binary_2d(
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -333,6 +335,7 @@ pub fn reduce_2d(op: ReduceOp, dtype: DType, p: u64, r: u64) -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -370,5 +373,6 @@ pub fn copy_f32x4() -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }

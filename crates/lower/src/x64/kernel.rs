@@ -575,24 +575,34 @@ impl Emitter<'_> {
         }
     }
 
-    /// Every live non-constant node, in order, at the current point.
+    /// Every live non-constant node, in order, at the current point, then the kept value's
+    /// store, if the kernel keeps one ([`crate::kernel::Keep`]).
     pub(crate) fn emit_nodes(&mut self) -> Result<(), EmitError> {
         for i in 0..self.k.nodes.len() {
             if self.live[i] && !matches!(self.k.nodes[i].node, Node::Const { .. }) {
                 self.emit_node(i)?;
             }
         }
+        if let (Some(keep), Some(map)) = (&self.k.keep, self.lay.keep_map) {
+            let value = self.slot(keep.node)?;
+            self.emit_element_store(keep.binding, map, value)?;
+        }
         Ok(())
     }
 
     /// Stores the value in frame slot `value` at the store map's current offset.
     pub(crate) fn emit_store(&mut self, value: i32) -> Result<(), EmitError> {
-        let b = self.k.store.binding as i32 * DispatchState::BINDING_STRIDE as i32;
-        let map = self.lay.store_map;
+        self.emit_element_store(self.k.store.binding, self.lay.store_map, value)
+    }
+
+    /// Stores the value in frame slot `value` into `binding` at the offset in frame slot
+    /// `map`.
+    fn emit_element_store(&mut self, binding: u32, map: i32, value: i32) -> Result<(), EmitError> {
+        let b = binding as i32 * DispatchState::BINDING_STRIDE as i32;
         let dtype = self
             .k
             .bindings
-            .get(self.k.store.binding as usize)
+            .get(binding as usize)
             .map(|b| b.dtype)
             .ok_or_else(|| self.unsupported("a store to a missing binding"))?;
         x64!(self.ops; mov rax, QWORD [rsp + map] ; mov rcx, QWORD [r12 + b]);

@@ -286,6 +286,21 @@ impl Emitter<'_> {
                 self.emit_vnode(plan, i)?;
             }
         }
+        self.emit_keep_vstore(plan)
+    }
+
+    /// Stores the kept value's vector ([`crate::kernel::Keep`]) at its map's offset, if the
+    /// kernel keeps one: ordinary stores, masked in a masked tail, since the kept values are
+    /// read again soon (a softmax's division). Uses ymm0/zmm0, rax and rcx.
+    fn emit_keep_vstore(&mut self, plan: &VectorPlan) -> Result<(), EmitError> {
+        let (Some(keep), Some(map)) = (&self.k.keep, self.lay.keep_map) else {
+            return Ok(());
+        };
+        let (node, b) = (keep.node, keep.binding as i32 * 8);
+        let src = self.vsrc(plan, node, 0)?;
+        self.slot_to_rax(map);
+        x64!(self.ops; mov rcx, QWORD [r12 + b]);
+        self.emit_plain_vstore(plan, src);
         Ok(())
     }
 
@@ -373,8 +388,8 @@ impl Emitter<'_> {
             } else {
                 x64!(self.ops; vmovntps [rcx + rax * 4], Ry(src));
             }
-        } else if plan.zmm {
-            self.zstore(plan.wide, src);
+        } else {
+            self.emit_plain_vstore(plan, src);
             if let (false, Some(ahead)) = (self.masked, self.store_prefetch_distance(plan)) {
                 if plan.wide {
                     x64!(self.ops; prefetcht1 [rcx + rax * 8 + ahead]);
@@ -382,22 +397,24 @@ impl Emitter<'_> {
                     x64!(self.ops; prefetcht1 [rcx + rax * 4 + ahead]);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// An ordinary store of vector register `src` at element `rax` of the binding at `rcx`,
+    /// masked by `k1` in a masked tail.
+    fn emit_plain_vstore(&mut self, plan: &VectorPlan, src: u8) {
+        if plan.zmm {
+            self.zstore(plan.wide, src);
         } else if self.masked {
             let (lanes, mem) = super::vector_ops::masked_operand(plan.wide);
             self.ops
                 .extend(super::evex::store_masked(lanes, src, mem, 1));
         } else if plan.wide {
             x64!(self.ops; vmovups [rcx + rax * 8], Ry(src));
-            if let Some(ahead) = self.store_prefetch_distance(plan) {
-                x64!(self.ops; prefetcht1 [rcx + rax * 8 + ahead]);
-            }
         } else {
             x64!(self.ops; vmovups [rcx + rax * 4], Ry(src));
-            if let Some(ahead) = self.store_prefetch_distance(plan) {
-                x64!(self.ops; prefetcht1 [rcx + rax * 4 + ahead]);
-            }
         }
-        Ok(())
     }
 
     /// Node `i`'s scalar value, broadcast to every lane of its home (a bool becomes a mask).

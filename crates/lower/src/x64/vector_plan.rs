@@ -412,6 +412,15 @@ pub(crate) fn plan(
         }
     }
     needs_vec[k.result as usize] = true;
+    // A kept value is stored a whole vector at a time, contiguously.
+    if let Some(keep) = &k.keep {
+        let dtype = k.nodes.get(keep.node as usize)?.dtype;
+        let contiguous = keep.map.strides.get(inner) == Some(&1);
+        if !contiguous || !matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64) {
+            return None;
+        }
+        *needs_vec.get_mut(keep.node as usize)? = true;
+    }
     // One lane width for every vector value.
     let mut class: Option<bool> = Some(wide);
     for (i, kn) in k.nodes.iter().enumerate() {
@@ -473,8 +482,11 @@ pub(crate) fn plan(
     // The allocator sees each bit-select OR as the three-input node it becomes.
     let nodes = super::bit_select::allocation_view(&k.nodes, &or_and);
     let reuse = reuse_hints(&nodes);
+    let results: Vec<u32> = std::iter::once(k.result)
+        .chain(k.keep.as_ref().map(|keep| keep.node))
+        .collect();
     let (home, mut slots) = allocate_except(
-        &nodes, k.result, &uniform, &needs_vec, &no_home, &reuse, &regs,
+        &nodes, &results, &uniform, &needs_vec, &no_home, &reuse, &regs,
     );
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {

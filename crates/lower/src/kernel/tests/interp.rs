@@ -71,6 +71,7 @@ fn sum_squares(rows: u64, cols: u64) -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn in_place_loads_precede_the_store_at_each_point() {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     let mut buf = i64_bytes(&[1, 2, 3, 4]);
     run_kernel(&k, &mut [&mut buf]).unwrap();
@@ -176,6 +178,7 @@ fn index_nodes_convert_like_iota() {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     let mut out = vec![0u8; 4];
     run_kernel(&k, &mut [&mut out]).unwrap();

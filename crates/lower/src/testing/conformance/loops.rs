@@ -1,4 +1,4 @@
-//! Loop nests: reductions, maps (transposed, blocked like transposes, broadcast, reversed),
+//! Loop nests: reductions (kept values too), maps (transposed, blocked like transposes, broadcast, reversed),
 //! lengths around every vector width, workgroup splits, 64-bit strides, in-place updates,
 //! uniform values with imports and gathers, and kernels with more live values than
 //! registers.
@@ -45,6 +45,7 @@ pub(super) fn reductions(s: &mut Conformance<'_>, _: u32) -> Result<(), String> 
         }
     }
     super::extremes::signed_zero_extremes(s)?;
+    super::kept::kept_values(s)?;
     for dtype in [DType::F32, DType::I64, DType::U8] {
         // Everything reduced to one value, over 1 and 3 workgroups.
         let mut k = reduce_2d(ReduceOp::Sum, dtype, 1, 10);
@@ -144,6 +145,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             },
             prefetch: None,
             row_scratch: Vec::new(),
+            keep: None,
         };
         for workgroups in [1, 2] {
             s.check(&swap, &buffers_for(&swap, 9), workgroups)?;
@@ -167,6 +169,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     s.check(&empty_inner, &buffers_for(&empty_inner, 3), 1)?;
     // Six transposed reads of 128-long runs: more tiles than the frame budget holds, so the
@@ -204,6 +207,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     for workgroups in [1, 2] {
         s.check(&many_tiles, &buffers_for(&many_tiles, 5), workgroups)?;
@@ -238,6 +242,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     for workgroups in [1, 2, 3, 7] {
         s.check(&k, &buffers_for(&k, 1), workgroups)?;
@@ -322,6 +327,7 @@ pub(super) fn vector_lengths(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
                     },
                     prefetch: None,
                     row_scratch: Vec::new(),
+                    keep: None,
                 };
                 let buffers = vec![
                     data(dtype, (rows * cols) as usize, rows * 31 + cols),
@@ -408,6 +414,7 @@ pub(super) fn in_place(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     s.check(&same, &buffers_for(&same, 7), 1)?;
     let mut scan = same.clone();
@@ -492,6 +499,7 @@ pub(super) fn uniform_values(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     s.check(&k, &buffers_for(&k, 7), 4)
@@ -530,6 +538,7 @@ pub(super) fn many_values(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     // Thousands of nodes: a frame past the short offset forms of every ISA.

@@ -288,6 +288,7 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
         store,
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     };
     kernel.validate().ok()?;
     let workgroups = 1 + rng.below(3) as u32;

@@ -109,6 +109,7 @@ fn kernel() -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 

@@ -121,6 +121,7 @@ pub(super) fn add_kernel() -> LoopKernel {
         },
         prefetch: None,
         row_scratch: Vec::new(),
+        keep: None,
     }
 }
 
