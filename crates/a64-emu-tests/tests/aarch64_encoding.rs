@@ -67,6 +67,7 @@ fn kernel(
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 

@@ -513,6 +513,7 @@ fn epilogue_kernel(
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     kernel.validate().map_err(|e| e.to_string())?;
     Ok((kernel, relocs))

@@ -1,6 +1,6 @@
 //! Kernels print themselves, as cranelift prints its IR: one header line with the iteration
 //! space, one line per binding, one per node, the store, a kept value's store if the kernel
-//! has one ([`super::Keep`]), a prefetch hint if the kernel has
+//! has one ([`super::Keep`]), the nodes known to be at most zero, a prefetch hint if the kernel has
 //! one and a line per binding that lives in worker scratch. `accy inspect` shows this text.
 //!
 //! ```text
@@ -111,6 +111,10 @@ impl fmt::Display for LoopKernel {
                 "  keep %{} at b{}[{}] at every point",
                 k.node, k.binding, k.map
             )?;
+        }
+        if !self.at_most_zero.is_empty() {
+            let nodes: Vec<String> = self.at_most_zero.iter().map(|n| format!("%{n}")).collect();
+            writeln!(f, "  at most zero or NaN: {}", nodes.join(", "))?;
         }
         if let Some(p) = self.prefetch {
             writeln!(

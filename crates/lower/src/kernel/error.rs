@@ -126,6 +126,14 @@ pub enum KernelError {
         /// What is wrong.
         why: &'static str,
     },
+    /// An `at_most_zero` entry that names no float node.
+    #[error("kernel `{kernel}`: node {node} is listed as at most zero but is no float node")]
+    AtMostZero {
+        /// Kernel name.
+        kernel: String,
+        /// The node named.
+        node: NodeId,
+    },
     /// A [`super::RowScratch`] entry the kernel's accesses do not allow.
     #[error("kernel `{kernel}`: binding {binding} cannot live in worker scratch: {why}")]
     RowScratch {

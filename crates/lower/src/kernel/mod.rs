@@ -311,6 +311,11 @@ pub struct LoopKernel {
     /// A value a reducing kernel also stores at every point, reduced dims included, or
     /// `None` (most kernels).
     pub keep: Option<Keep>,
+    /// Float nodes whose value the planner proved at most zero or NaN at every point (a
+    /// softmax's `x - max(x)`, `plan/facts.rs`): the math expansions leave out the guards
+    /// for larger arguments. Interpreters and emitters ignore it; a kernel whose listed node
+    /// is ever positive computes what its expansion does for that argument, which is wrong.
+    pub at_most_zero: Vec<NodeId>,
 }
 
 /// A node's value that a reducing [`LoopKernel`] stores at every point of its space as well

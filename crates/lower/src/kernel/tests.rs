@@ -53,6 +53,7 @@ fn exp_kernel() -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -353,6 +354,7 @@ fn gather_kernel(axis_len: u64, axis_stride: i64) -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -385,6 +387,7 @@ fn gather_rules_and_clamping() {
     assert_eq!(i64s(&out), vec![10, 12, 13]);
 }
 
+mod facts;
 mod interp;
 mod keep;
 mod row_scratch;

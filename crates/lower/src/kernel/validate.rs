@@ -26,7 +26,9 @@
 //!    `accy_artifact::abi::MAX_WORKER_SCRATCH`, and no two reserve overlapping bytes;
 //! 8. a [`super::Keep`], if any: the kernel reduces; it names a node; its binding has the
 //!    node's dtype, may be written, is not the store's and no node reads it; its map ranges
-//!    over all dims inside the binding (checked before 6 and 7).
+//!    over all dims inside the binding (checked before 6 and 7);
+//! 9. each node in `at_most_zero` exists and is a float (what it claims is the planner's
+//!    proof, not checked; checked before 6 and 7).
 //!
 //! Because each map is affine, its extreme values over a box are reached at corners, one dim
 //! at a time: `offset + Σ min(0, s·(n-1))` and `offset + Σ max(0, s·(n-1))`. So the check is
@@ -445,6 +447,15 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
     )?;
     if let Some(keep) = &k.keep {
         check_keep(k, &c, keep)?;
+    }
+    for &n in &k.at_most_zero {
+        let float = k.nodes.get(n as usize).is_some_and(|n| n.dtype.is_float());
+        if !float {
+            return Err(KernelError::AtMostZero {
+                kernel: c.name(),
+                node: n,
+            });
+        }
     }
     if let Some(p) = k.prefetch {
         let loaded = k

@@ -89,16 +89,19 @@ pub(crate) fn expand(kernels: &mut [Kernel], scale_b: bool) -> Result<(), Kernel
     for kernel in kernels.iter_mut() {
         match kernel {
             Kernel::Loop(k) => {
-                if let Some((nodes, new_id)) = expand_nodes(&k.nodes, scale_b) {
+                if let Some((nodes, new_id)) = expand_nodes(&k.nodes, &k.at_most_zero, scale_b) {
                     k.nodes = nodes;
                     k.result = renumbered(&k.name, &new_id, k.result)?;
                     if let Some(keep) = &mut k.keep {
                         keep.node = renumbered(&k.name, &new_id, keep.node)?;
                     }
+                    for n in &mut k.at_most_zero {
+                        *n = renumbered(&k.name, &new_id, *n)?;
+                    }
                 }
             }
             Kernel::Contraction(k) => {
-                if let Some((nodes, new_id)) = expand_nodes(&k.epilogue, scale_b) {
+                if let Some((nodes, new_id)) = expand_nodes(&k.epilogue, &[], scale_b) {
                     k.epilogue = nodes;
                     k.result = renumbered(&k.name, &new_id, k.result)?;
                 }
@@ -123,8 +126,14 @@ fn renumbered(name: &str, new_id: &[NodeId], id: NodeId) -> Result<NodeId, Kerne
 }
 
 /// `nodes` with each expandable node replaced by its expansion, and each old node's new id;
-/// `None` when nothing expands.
-fn expand_nodes(nodes: &[KernelNode], scale_b: bool) -> Option<(Vec<KernelNode>, Vec<NodeId>)> {
+/// `None` when nothing expands. An `exp` of a node in `at_most_zero` (at most zero or NaN,
+/// see [`crate::kernel::LoopKernel::at_most_zero`]) has no overflow guard where `scale_b`
+/// keeps a NaN argument NaN by itself (without it, NaN needs the guard).
+fn expand_nodes(
+    nodes: &[KernelNode],
+    at_most_zero: &[NodeId],
+    scale_b: bool,
+) -> Option<(Vec<KernelNode>, Vec<NodeId>)> {
     if !nodes.iter().any(|n| expands(&n.node, n.dtype)) {
         return None;
     }
@@ -138,7 +147,20 @@ fn expand_nodes(nodes: &[KernelNode], scale_b: bool) -> Option<(Vec<KernelNode>,
             .map_operands(|o| new_id.get(o as usize).copied().ok_or(()))
             .ok()?;
         let fmt = Format::of(n.dtype);
+        let below_overflow = scale_b
+            && matches!(n.node, Node::Unary { op: UnaryOp::Exp, x } if at_most_zero.contains(&x));
         let id = match (&node, fmt) {
+            (Node::Unary { x, .. }, Some(fmt)) if below_overflow && expands(&node, n.dtype) => {
+                let reach = exp::Reach {
+                    low: true,
+                    high: false,
+                };
+                exp::exp_reaching(
+                    &mut Builder::new(&mut out, &mut consts, fmt, scale_b),
+                    *x,
+                    reach,
+                )
+            }
             (Node::Unary { op, x }, Some(fmt)) if expands(&node, n.dtype) => {
                 let f = unary_expansion(*op)?;
                 f(&mut Builder::new(&mut out, &mut consts, fmt, scale_b), *x)

@@ -155,6 +155,7 @@ mod tests {
             prefetch: None,
             row_scratch: Vec::new(),
             keep: None,
+            at_most_zero: Vec::new(),
         }
     }
 

@@ -53,6 +53,8 @@ pub(crate) struct Exprs {
     origin: Vec<Option<u32>>,
     /// The instruction being planned; nodes pushed now are attributed to it.
     pub(crate) current: Option<u32>,
+    /// Nodes whose value is at most zero or NaN at every point (`plan/facts.rs`).
+    at_most_zero: HashSet<ExprId>,
 }
 
 /// What a kernel body built from an expression needs: its nodes, and the buffers it reads.
@@ -66,6 +68,8 @@ pub(crate) struct Body {
     pub(crate) reads: Vec<BufId>,
     /// The IR instructions (by index, ascending) whose work the body does.
     pub(crate) sources: Vec<u32>,
+    /// The nodes known to be at most zero or NaN ([`Exprs::mark_at_most_zero`]).
+    pub(crate) at_most_zero: Vec<NodeId>,
 }
 
 impl Exprs {
@@ -76,6 +80,12 @@ impl Exprs {
         self.nodes.push(Expr { kind, dtype });
         self.origin.push(self.current);
         Ok(id)
+    }
+
+    /// Records that node `id`'s value is at most zero or NaN at every point, as
+    /// `plan/facts.rs` proved; kernel bodies list it ([`Body::at_most_zero`]).
+    pub(crate) fn mark_at_most_zero(&mut self, id: ExprId) {
+        self.at_most_zero.insert(id);
     }
 
     /// [`Exprs::push`] of a node no instruction computes: a view of a value already in memory.
@@ -257,6 +267,7 @@ impl Exprs {
         let mut reads: Vec<BufId> = Vec::new();
         let mut nodes: Vec<KernelNode> = Vec::new();
         let mut sources: Vec<u32> = Vec::new();
+        let mut at_most_zero: Vec<NodeId> = Vec::new();
         for id in self.reachable(root)? {
             if let Some(&Some(o)) = self.origin.get(id as usize) {
                 sources.push(o);
@@ -288,6 +299,9 @@ impl Exprs {
                 dtype: e.dtype,
             });
             ids.insert(id, node_id);
+            if self.at_most_zero.contains(&id) {
+                at_most_zero.push(node_id);
+            }
         }
         let result = ids
             .get(&root)
@@ -300,6 +314,7 @@ impl Exprs {
             result,
             reads,
             sources,
+            at_most_zero,
         })
     }
 }

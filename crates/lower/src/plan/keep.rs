@@ -190,6 +190,17 @@ fn fuse(
             dtype: n.dtype,
         });
     }
+    let at_most_zero: Vec<NodeId> = first
+        .at_most_zero
+        .iter()
+        .copied()
+        .chain(
+            second
+                .at_most_zero
+                .iter()
+                .filter_map(|&n| ids.get(n as usize).copied()),
+        )
+        .collect();
     let fused = LoopKernel {
         name: first.name.clone(),
         dims: second.dims.clone(),
@@ -209,6 +220,7 @@ fn fuse(
             binding: keep_binding,
             map: first.store.map.clone(),
         }),
+        at_most_zero,
     };
     Some((fused, uses))
 }

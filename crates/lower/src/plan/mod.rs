@@ -58,6 +58,7 @@ mod chain;
 mod coalesce;
 mod contract;
 mod expr;
+mod facts;
 mod fuse;
 mod keep;
 mod ops;
@@ -562,6 +563,7 @@ impl<'p> Planner<'p> {
             prefetch: None,
             row_scratch: Vec::new(),
             keep: None,
+            at_most_zero: body.at_most_zero,
         };
         coalesce::coalesce(&mut kernel);
         blocking::block_transposes(&mut kernel, self.options.transpose_block);

@@ -60,9 +60,16 @@ impl<'p> Planner<'p> {
                 self.exprs.push(ExprKind::Unary { op: *op, x }, dtype)
             }
             Op::Binary { op, lhs, rhs } => {
+                let minus_own_max = *op == accy_ir::BinaryOp::Sub
+                    && super::facts::is_minus_own_max(self.program, *lhs, *rhs);
                 let (lhs, rhs) = (self.val(*lhs)?, self.val(*rhs)?);
-                self.exprs
-                    .push(ExprKind::Binary { op: *op, lhs, rhs }, dtype)
+                let id = self
+                    .exprs
+                    .push(ExprKind::Binary { op: *op, lhs, rhs }, dtype)?;
+                if minus_own_max {
+                    self.exprs.mark_at_most_zero(id);
+                }
+                Ok(id)
             }
             Op::Compare { op, lhs, rhs } => {
                 let (lhs, rhs) = (self.val(*lhs)?, self.val(*rhs)?);

@@ -17,6 +17,7 @@ fn loops(l: &LoweredProgram) -> Vec<&LoopKernel> {
 
 mod chain;
 mod dots;
+mod facts;
 mod fuse;
 mod keep;
 mod recompute;

@@ -205,6 +205,7 @@ pub fn elementwise(name: &str, n: u64, inputs: &[DType], extra: Vec<KernelNode>)
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -313,6 +314,7 @@ pub fn binary_2d(
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -336,6 +338,7 @@ pub fn reduce_2d(op: ReduceOp, dtype: DType, p: u64, r: u64) -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -374,5 +377,6 @@ pub fn copy_f32x4() -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }

@@ -72,6 +72,7 @@ fn sum_squares(rows: u64, cols: u64) -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
@@ -148,6 +149,7 @@ fn in_place_loads_precede_the_store_at_each_point() {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     let mut buf = i64_bytes(&[1, 2, 3, 4]);
     run_kernel(&k, &mut [&mut buf]).unwrap();
@@ -179,6 +181,7 @@ fn index_nodes_convert_like_iota() {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     let mut out = vec![0u8; 4];
     run_kernel(&k, &mut [&mut out]).unwrap();

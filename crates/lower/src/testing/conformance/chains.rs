@@ -111,5 +111,5 @@ pub(super) fn chains(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         same_results(&expected, &actual).map_err(|e| format!("{e}\n{source}"))?;
         s.checked += links + 1;
     }
-    Ok(())
+    super::softmax::softmax_edges(s)
 }

@@ -146,6 +146,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
             prefetch: None,
             row_scratch: Vec::new(),
             keep: None,
+            at_most_zero: Vec::new(),
         };
         for workgroups in [1, 2] {
             s.check(&swap, &buffers_for(&swap, 9), workgroups)?;
@@ -170,6 +171,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     s.check(&empty_inner, &buffers_for(&empty_inner, 3), 1)?;
     // Six transposed reads of 128-long runs: more tiles than the frame budget holds, so the
@@ -208,6 +210,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     for workgroups in [1, 2] {
         s.check(&many_tiles, &buffers_for(&many_tiles, 5), workgroups)?;
@@ -243,6 +246,7 @@ pub(super) fn maps(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     for workgroups in [1, 2, 3, 7] {
         s.check(&k, &buffers_for(&k, 1), workgroups)?;
@@ -328,6 +332,7 @@ pub(super) fn vector_lengths(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
                     prefetch: None,
                     row_scratch: Vec::new(),
                     keep: None,
+                    at_most_zero: Vec::new(),
                 };
                 let buffers = vec![
                     data(dtype, (rows * cols) as usize, rows * 31 + cols),
@@ -415,6 +420,7 @@ pub(super) fn in_place(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     s.check(&same, &buffers_for(&same, 7), 1)?;
     let mut scan = same.clone();
@@ -500,6 +506,7 @@ pub(super) fn uniform_values(s: &mut Conformance<'_>, _: u32) -> Result<(), Stri
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     s.check(&k, &buffers_for(&k, 7), 4)
@@ -539,6 +546,7 @@ pub(super) fn many_values(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     s.check(&k, &buffers_for(&k, 7), 1)?;
     // Thousands of nodes: a frame past the short offset forms of every ISA.

@@ -22,6 +22,7 @@ mod loops;
 pub(crate) mod math;
 mod nodes;
 mod random;
+mod softmax;
 mod streaming;
 
 use accy_artifact::abi::ABI_VERSION;

@@ -251,6 +251,7 @@ pub(super) fn gather(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
                 prefetch: None,
                 row_scratch: Vec::new(),
                 keep: None,
+                at_most_zero: Vec::new(),
             };
             for workgroups in [1, 2] {
                 s.check_if_valid(&k, &buffers, workgroups)?;

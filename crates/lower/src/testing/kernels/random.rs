@@ -289,6 +289,7 @@ pub fn random_kernel(seed: u64) -> Option<(LoopKernel, u32)> {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     };
     kernel.validate().ok()?;
     let workgroups = 1 + rng.below(3) as u32;

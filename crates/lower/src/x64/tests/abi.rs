@@ -110,6 +110,7 @@ fn kernel() -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 

@@ -122,6 +122,7 @@ pub(super) fn add_kernel() -> LoopKernel {
         prefetch: None,
         row_scratch: Vec::new(),
         keep: None,
+        at_most_zero: Vec::new(),
     }
 }
 
