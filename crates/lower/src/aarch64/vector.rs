@@ -251,10 +251,7 @@ pub(crate) fn plan(k: &LoopKernel, live: &[bool], reassociate: bool) -> Option<V
         .copied()
         .filter(|&r| !reducing || r != ACC_REG)
         .collect();
-    let results: Vec<u32> = std::iter::once(k.result)
-        .chain(k.keep.as_ref().map(|keep| keep.node))
-        .collect();
-    let (home, mut slots) = allocate(&k.nodes, &results, &uniform, &needs_vec, &regs);
+    let (home, mut slots) = allocate(&k.nodes, &k.roots(), &uniform, &needs_vec, &regs);
     let acc_slot = reducing.then(|| {
         slots += 1;
         slots - 1

@@ -40,6 +40,14 @@ pub(crate) fn check_shape(k: &LoopKernel, target: &'static str) -> Result<(), Em
     if k.result as usize >= k.nodes.len() {
         return Err(bad("a result that is not a node".into()));
     }
+    if let Some(keep) = &k.keep {
+        let ok = (keep.node as usize) < k.nodes.len()
+            && (keep.binding as usize) < k.bindings.len()
+            && keep.map.strides.len() == rank;
+        if !ok {
+            return Err(bad("a malformed kept value".into()));
+        }
+    }
     for (i, n) in k.nodes.iter().enumerate() {
         let operands_ok = n
             .node

@@ -459,12 +459,19 @@ impl LoopKernel {
         p.ahead.checked_mul(elem_bytes)
     }
 
+    /// The nodes whose values leave the body at each point: the result and a kept value's
+    /// ([`Keep`]). Code that folds a node into its only reader must leave these alone.
+    pub fn roots(&self) -> SmallVec<[NodeId; 2]> {
+        std::iter::once(self.result)
+            .chain(self.keep.as_ref().map(|k| k.node))
+            .collect()
+    }
+
     /// Which nodes the result and the kept value ([`Keep`]) depend on (the others are never
     /// evaluated).
     pub fn live_nodes(&self) -> Vec<bool> {
         let mut live = vec![false; self.nodes.len()];
-        let kept = self.keep.as_ref().map(|k| k.node);
-        for root in std::iter::once(self.result).chain(kept) {
+        for root in self.roots() {
             if let Some(r) = live.get_mut(root as usize) {
                 *r = true;
             }

@@ -15,10 +15,34 @@
 use std::collections::HashMap;
 
 use accy_artifact::{Binding, Command, Region, Slot, SlotId};
+use accy_ir::DType;
 
 use super::expr::BufId;
-use super::{Home, LoweredProgram, Pending, Planner};
+use super::{LoweredProgram, Pending, Planner};
 use crate::error::CompileError;
+
+/// Where a buffer lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Home {
+    /// In this slot, from byte 0 (inputs, weights, outputs, constants).
+    Slot(SlotId),
+    /// In a scratch slot chosen by liveness.
+    Scratch,
+}
+
+/// One virtual buffer: a dense array of `elements` values of `dtype`.
+#[derive(Clone, Debug)]
+pub(super) struct Buffer {
+    pub(super) dtype: DType,
+    pub(super) elements: u64,
+    pub(super) home: Home,
+}
+
+impl Buffer {
+    pub(super) fn bytes(&self) -> u64 {
+        self.elements.saturating_mul(self.dtype.size_bytes())
+    }
+}
 
 /// The alignment of every scratch slot: a cache line, enough for any vector access.
 pub(crate) const SCRATCH_ALIGNMENT: u64 = 64;

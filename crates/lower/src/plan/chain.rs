@@ -3,8 +3,9 @@
 //! reads are still in the L2 cache when the next pass reads them.
 //!
 //! A row softmax is three kernels over its input — a max, a sum of exponentials, the
-//! normalising pass (four where its `exp` is stored once, `plan/mod.rs`: a max, the `exp`,
-//! its sum, the division) — and a layer norm three as well. Run one after the other over a
+//! normalising pass (also three where its `exp` is stored once, `plan/mod.rs`: a max, the
+//! `exp` stored while it is summed, `plan/keep.rs`, the division) — and a layer norm three
+//! as well. Run one after the other over a
 //! tensor larger than the cache, each reads it from memory again. But each kernel's workgroup
 //! `g` handles the same rows `[⌊g·E/G⌋, ⌊(g+1)·E/G⌋)` of its outermost dim when the kernels have
 //! the same outermost extent `E` and workgroup count `G` (the emitters' split), so running

@@ -14,14 +14,20 @@
 //! - the reduction's kernel follows the elementwise one directly (no command between them,
 //!   none waiting that touches their buffers), outside setup, with fusion on;
 //! - both kernels have the same dims (the elementwise kernel's dims split back into the
-//!   reduction's where coalescing merged them, `split_to`), and every read of the elementwise kernel's output by
-//!   the reduction is a load through exactly the elementwise kernel's store map (so at every
-//!   point it reads the value the elementwise kernel computes at that point);
-//! - the reduction does not write a buffer the elementwise kernel reads, and the fused kernel
+//!   reduction's where coalescing merged them, `split_to`), and every read of the elementwise
+//!   kernel's output by the reduction is a load through exactly the elementwise kernel's store
+//!   map (so at every point it reads the value the elementwise kernel computes at that point);
+//! - the elementwise kernel's loads and value are of the kinds every vector reduction takes
+//!   (`vectorizes_in_a_reduction`), so fusing does not make the reduction scalar;
+//! - the reduction does not write a buffer the elementwise kernel reads, the fused kernel has
+//!   at most `MAX_BINDINGS` bindings, at least as many workgroups as the elementwise kernel
+//!   had (a full reduction of a large tensor runs on one worker, its `exp` would too), and
 //!   validates (otherwise both stay as they were).
 //!
-//! Every value is computed once, as before, and the reduction combines the same values in the
-//! same order, so results are bit for bit those of the two kernels.
+//! Every value is computed once, as before, and the reduction combines the same values, so
+//! results are those of the two kernels: bit for bit in exact mode; in default mode a float
+//! sum is reassociated by the fused kernel as the reduction alone may be, within the same
+//! bound.
 
 use accy_artifact::Access;
 use accy_ir::Dims;
@@ -48,7 +54,7 @@ impl Planner<'_> {
         let Some(&Pending::Dispatch {
             kernel: index,
             bindings: ref first_uses,
-            ..
+            workgroups: first_workgroups,
         }) = self.commands.last()
         else {
             return false;
@@ -64,12 +70,14 @@ impl Planner<'_> {
             .waiting
             .iter()
             .any(|w| fused_uses.iter().any(|&(b, _)| b == w.dst));
-        if touches_waiting || fused.validate().is_err() {
+        let workgroups = tiles::workgroups(&fused);
+        if touches_waiting || workgroups < first_workgroups || fused.validate().is_err() {
             return false;
         }
-        let workgroups = tiles::workgroups(&fused);
         if let Some(s) = self.sources.get_mut(index as usize) {
             s.extend_from_slice(sources);
+            s.sort_unstable();
+            s.dedup();
         }
         self.kernels[index as usize] = Kernel::Loop(fused);
         if let Some(last) = self.commands.last_mut() {
@@ -101,6 +109,9 @@ fn fuse(
     }
     // Coalescing may have merged the first kernel's dims where the reduction's stay apart.
     let first = &split_to(first, &second.dims)?;
+    if !vectorizes_in_a_reduction(first) {
+        return None;
+    }
     let &(kept, _) = first_uses.get(first.store.binding as usize)?;
     let &(result, _) = second_uses.get(second.store.binding as usize)?;
     if first_uses.iter().any(|&(b, _)| b == result) {
@@ -159,6 +170,9 @@ fn fuse(
         Access::Write,
         second.bindings.get(second.store.binding as usize)?,
     )?;
+    if uses.len() > accy_artifact::abi::MAX_BINDINGS {
+        return None;
+    }
     // The first kernel's nodes, then the second's, whose loads of the kept value become that
     // value.
     let rebind = |node: &Node, map: &[u32]| -> Option<Node> {
@@ -285,4 +299,29 @@ fn split_to(k: &LoopKernel, dims: &[u64]) -> Option<LoopKernel> {
         }
     }
     Some(out)
+}
+
+/// Whether `k`'s loads and value are all of the kinds every vector reduction takes: loads of
+/// 4- or 8-byte numbers, each contiguous or constant along the innermost dim, no gathers, and
+/// a value of such a type. An elementwise kernel with a transposing load or a byte-sized
+/// value vectorizes alone but would make the fused reduction scalar, slower than the two
+/// kernels.
+fn vectorizes_in_a_reduction(k: &LoopKernel) -> bool {
+    let lanes = |d: accy_ir::DType| {
+        use accy_ir::DType::{F32, F64, I32, I64};
+        matches!(d, F32 | F64 | I32 | I64)
+    };
+    let inner = k.dims.len().wrapping_sub(1);
+    let value = k
+        .nodes
+        .get(k.result as usize)
+        .is_some_and(|n| lanes(n.dtype));
+    value
+        && k.nodes.iter().all(|n| match &n.node {
+            Node::Load { map, .. } => {
+                lanes(n.dtype) && matches!(map.strides.get(inner), Some(0 | 1))
+            }
+            Node::Gather { .. } => false,
+            _ => true,
+        })
 }

@@ -71,12 +71,13 @@ mod views;
 
 use std::collections::HashMap;
 
-use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotId, SlotRole};
-use accy_ir::{DType, Dims, ParamKind, Program, ReduceOp, Type, ValueId};
+use accy_artifact::{Access, ArtifactPlan, Command, Slot, SlotRole};
+use accy_ir::{Dims, ParamKind, Program, ReduceOp, Type, ValueId};
 
 use crate::compile::Options;
 use crate::error::CompileError;
 use crate::kernel::{IndexMap, Kernel, KernelBinding, LoopKernel, Store};
+use buffers::{Buffer, Home};
 use expr::{BufId, ExprId, ExprKind, Exprs};
 
 /// The most expression nodes a value may fuse before it is materialized: bounds the size of
@@ -145,29 +146,6 @@ fn plan_program(
     }
     planner.outputs()?;
     planner.finish()
-}
-
-/// Where a buffer lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Home {
-    /// In this slot, from byte 0 (inputs, weights, outputs, constants).
-    Slot(SlotId),
-    /// In a scratch slot chosen by liveness.
-    Scratch,
-}
-
-/// One virtual buffer: a dense array of `elements` values of `dtype`.
-#[derive(Clone, Debug)]
-struct Buffer {
-    dtype: DType,
-    elements: u64,
-    home: Home,
-}
-
-impl Buffer {
-    fn bytes(&self) -> u64 {
-        self.elements.saturating_mul(self.dtype.size_bytes())
-    }
 }
 
 /// A command over virtual buffers (turned into slot regions once scratch is assigned).

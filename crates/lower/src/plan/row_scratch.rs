@@ -5,8 +5,8 @@
 //! cache, instead of rows spread over the whole buffer, which go to memory and come back.
 //!
 //! That is the stored `exp` of a row softmax (`plan/mod.rs` stores it once where it is
-//! chained): the `exp` link writes a workgroup's rows, the sum and the division links reread
-//! them. Measured on an AVX-512 host (Intel, 48 KiB L1d and 2 MiB L2 per core; `accy bench`,
+//! chained): the `exp` link writes a workgroup's rows (and, since `plan/keep.rs`, sums them
+//! as it does), the division link rereads them. Measured on an AVX-512 host (Intel, 48 KiB L1d and 2 MiB L2 per core; `accy bench`,
 //! 1 thread, min of alternating rounds), an f32 4096×1024 softmax: `exp` recomputed by two
 //! links 2.21-2.22 ms; stored once in a 16 MiB buffer 3.23-3.29 ms (2.26 ms without
 //! non-temporal stores); in worker scratch 2.06-2.08 ms, and 1.82 ms once the hint to fetch
@@ -18,8 +18,9 @@
 //!
 //! A region qualifies when:
 //! - its slot is scratch (so no caller sees it) and some link writes it as its store, with
-//!   no reduction and a store map that covers every element of the binding once (so each
-//!   row is written whole before anything reads it);
+//!   no reduction, or as the value a reduction keeps (`crate::kernel::Keep`), through a map
+//!   that covers every element of the binding once (so each row is written whole before
+//!   anything reads it);
 //! - while that value lives (to the first later command that writes bytes it overlaps: slots
 //!   are reused, `plan/buffers.rs`), every access to it is a read of exactly that region by a
 //!   later link of the same chain, row-partitioned with the same row bytes; no setup command

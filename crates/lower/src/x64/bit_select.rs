@@ -32,8 +32,9 @@ const A_OR_B_AND_C: u8 = 0xF8;
 const B_OR_A_AND_C: u8 = 0xEC;
 
 /// Per node of `k`: for an integer OR whose one operand is an AND read by nothing else (and
-/// not the result), varying as the OR is, the bit select it is; and per node whether it is
-/// such an AND. `live` and `uniform` are the plan's.
+/// not one of [`LoopKernel::roots`], which are read after the body), varying as the OR is,
+/// the bit select it is; and per node whether it is such an AND. `live` and `uniform` are
+/// the plan's.
 pub(crate) fn or_and_selects(
     k: &LoopKernel,
     live: &[bool],
@@ -77,7 +78,7 @@ pub(crate) fn or_and_selects(
                 continue;
             };
             // Read once, by this OR (whose operands differ): no other OR can claim it.
-            let single = readers[a] == 1 && and != k.result;
+            let single = readers[a] == 1 && !k.roots().contains(&and);
             if varying(a) && k.nodes[a].dtype == kn.dtype && single {
                 or_and[j] = Some(OrAnd {
                     keep,

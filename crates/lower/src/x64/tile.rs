@@ -104,6 +104,30 @@ pub(crate) fn tileable(k: &LoopKernel, strides: &[i64], shape: TileShape) -> boo
         })
 }
 
+/// Per node: whether the strided load marked in `gathered` reads through tiles of `shape`.
+/// In node order, each tileable one gets tiles while their frame bytes stay within
+/// [`TILE_BUDGET`]; the others gather.
+pub(crate) fn tiled(k: &LoopKernel, gathered: &[bool], shape: TileShape) -> Vec<bool> {
+    let bytes = 32 * shape.units(k.dims.last().copied().unwrap_or(0));
+    let mut used = 0;
+    k.nodes
+        .iter()
+        .zip(gathered)
+        .map(|(kn, &g)| {
+            let fits = match &kn.node {
+                Node::Load { map, .. } if g => {
+                    tileable(k, &map.strides, shape) && used + bytes <= TILE_BUDGET
+                }
+                _ => false,
+            };
+            if fits {
+                used += bytes;
+            }
+            fits
+        })
+        .collect()
+}
+
 /// Elements from a fill's source rows to those the fill [`FILL_PREFETCH_BLOCKS`] blocks on
 /// reads: along the load's stride in the dim outside the two tiled ones (a tiled load has
 /// one: [`tileable`] asks for rank 3 or more), which for a blocked transpose is the block

@@ -21,7 +21,7 @@
 
 use accy_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 
-use super::tile::TileShape;
+use super::tile::{tiled, TileShape};
 use crate::emit::vregs::{allocate_except, Home};
 use crate::kernel::{KernelNode, LoopKernel, Node};
 
@@ -179,8 +179,10 @@ pub(crate) fn min_max_selects(
     }
     // A compare is absorbed when every code that reads it is such a select.
     let mut read_otherwise = vec![false; n];
-    if let Some(r) = read_otherwise.get_mut(k.result as usize) {
-        *r = true;
+    for root in k.roots() {
+        if let Some(r) = read_otherwise.get_mut(root as usize) {
+            *r = true;
+        }
     }
     let mut read_by_min_max = vec![false; n];
     for (j, kn) in k.nodes.iter().enumerate() {
@@ -482,11 +484,14 @@ pub(crate) fn plan(
     // The allocator sees each bit-select OR as the three-input node it becomes.
     let nodes = super::bit_select::allocation_view(&k.nodes, &or_and);
     let reuse = reuse_hints(&nodes);
-    let results: Vec<u32> = std::iter::once(k.result)
-        .chain(k.keep.as_ref().map(|keep| keep.node))
-        .collect();
     let (home, mut slots) = allocate_except(
-        &nodes, &results, &uniform, &needs_vec, &no_home, &reuse, &regs,
+        &nodes,
+        &k.roots(),
+        &uniform,
+        &needs_vec,
+        &no_home,
+        &reuse,
+        &regs,
     );
     // A reduction spills its accumulator vector once per run, to combine the lanes.
     let acc_slot = reducing.then(|| {
@@ -565,31 +570,6 @@ pub(crate) fn plan(
         gather_slot,
         tile_slot,
     })
-}
-
-/// Per node: whether the strided load marked in `gathered` reads through tiles of `shape`.
-/// In node order, each tileable one gets tiles while their frame bytes stay within
-/// [`super::tile::TILE_BUDGET`]; the others gather.
-fn tiled(k: &LoopKernel, gathered: &[bool], shape: TileShape) -> Vec<bool> {
-    let bytes = 32 * shape.units(k.dims.last().copied().unwrap_or(0));
-    let mut used = 0;
-    k.nodes
-        .iter()
-        .zip(gathered)
-        .map(|(kn, &g)| {
-            let fits = match &kn.node {
-                Node::Load { map, .. } if g => {
-                    super::tile::tileable(k, &map.strides, shape)
-                        && used + bytes <= super::tile::TILE_BUDGET
-                }
-                _ => false,
-            };
-            if fits {
-                used += bytes;
-            }
-            fits
-        })
-        .collect()
 }
 
 /// Lanes per vector iteration `k` gets on the AVX2 tier, or `None` when it runs scalar loops

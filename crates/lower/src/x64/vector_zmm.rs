@@ -49,8 +49,10 @@ pub(crate) fn assign_masks(
     // Per node: its last user, or None when some user is not a select's condition alone.
     let mut last_select: Vec<Option<usize>> = vec![None; n];
     let mut other_use = vec![false; n];
-    if let Some(u) = other_use.get_mut(k.result as usize) {
-        *u = true;
+    for root in k.roots() {
+        if let Some(u) = other_use.get_mut(root as usize) {
+            *u = true;
+        }
     }
     for (j, kn) in k.nodes.iter().enumerate() {
         if !varying(j) {

@@ -44,3 +44,28 @@ fn a_sum_that_reads_the_value_elsewhere_than_where_it_was_stored_does_not() {
     let reversed = shared_exp("%v = reverse %e, axes=[1] : f32[6,10]", "1", "6");
     assert_eq!(kernels_and_kept(&reversed), (3, 0));
 }
+
+#[test]
+fn a_sum_that_would_lose_vectors_or_workers_does_not() {
+    // exp of a transposed read: the fused reduction could not vectorize it.
+    let transposed = "program {
+  %x = input \"x\" : f32[10,6]
+  %t = transpose %x, perm=[1,0] : f32[6,10]
+  %e = exp %t : f32[6,10]
+  %s = reduce sum %e, axes=[1] : f32[6]
+  %y = mul %e, %t : f32[6,10]
+  output %y
+  output %s
+}";
+    assert_eq!(kernels_and_kept(transposed).1, 0);
+    // A large tensor reduced whole: its exp would run on one worker.
+    let whole = "program {
+  %x = input \"x\" : f32[1048576]
+  %e = exp %x : f32[1048576]
+  %s = reduce sum %e, axes=[0] : f32[]
+  %y = mul %e, %x : f32[1048576]
+  output %y
+  output %s
+}";
+    assert_eq!(kernels_and_kept(whole), (3, 0));
+}

@@ -48,8 +48,55 @@ fn kept_reduction(
     k
 }
 
-/// Every combination above for f32, f64, i32 and u8 (which no tier vectorizes).
+/// Row sums of `c | (a & b)` over i32 that keep `a & b`: on AVX-512 an AND read only by an
+/// OR becomes one bit select with it, unless the AND leaves the body as a kept value.
+fn kept_and(p: u64, r: u64) -> crate::kernel::LoopKernel {
+    let dtype = DType::I32;
+    let mut k = reduce_2d(ReduceOp::Sum, dtype, p, r);
+    k.name = format!("kept_and_{p}x{r}");
+    k.bindings = vec![
+        binding(dtype, p * r, Access::Read),
+        binding(dtype, p * r, Access::Read),
+        binding(dtype, p * r, Access::Read),
+        binding(dtype, p * r, Access::Write),
+        binding(dtype, p, Access::Write),
+    ];
+    k.store.binding = 4;
+    let rows = IndexMap::new(0, &[r as i64, 1]);
+    let load = |binding| {
+        node(
+            Node::Load {
+                binding,
+                map: rows.clone(),
+            },
+            dtype,
+        )
+    };
+    let binary = |op, lhs, rhs| node(Node::Binary { op, lhs, rhs }, dtype);
+    k.nodes = vec![
+        load(0),
+        load(1),
+        binary(BinaryOp::And, 0, 1),
+        load(2),
+        binary(BinaryOp::Or, 3, 2),
+    ];
+    k.result = 4;
+    k.keep = Some(Keep {
+        node: 2,
+        binding: 3,
+        map: rows,
+    });
+    k
+}
+
+/// Every combination above for f32, f64, i32 and u8 (which no tier vectorizes), and the kept
+/// AND of [`kept_and`].
 pub(super) fn kept_values(s: &mut Conformance<'_>) -> Result<(), String> {
+    for (p, r) in [(3, 37), (2, 64)] {
+        let k = kept_and(p, r);
+        k.validate().map_err(|e| e.to_string())?;
+        s.check(&k, &buffers_for(&k, 13), 1)?;
+    }
     let shapes = [
         (3u64, 7u64),
         (2, 19),
