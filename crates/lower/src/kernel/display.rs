@@ -1,7 +1,7 @@
-//! Kernels print themselves, as cranelift prints its IR: one header line with the iteration
-//! space, one line per binding, one per node, the store, a kept value's store if the kernel
-//! has one ([`super::Keep`]), the nodes known to be at most zero, a prefetch hint if the kernel has
-//! one and a line per binding that lives in worker scratch. `accy inspect` shows this text.
+//! Kernels print themselves, as cranelift prints its IR: one header line with the iteration space,
+//! one line per binding, one per node, the store, a kept value's store if the kernel has one
+//! ([`super::Keep`]), the nodes known to be at most zero, a prefetch hint if the kernel has one and
+//! a line per binding that lives in worker scratch. `accy inspect` shows this text.
 //!
 //! ```text
 //! kernel `k0`: dims [64, 1000], 1 parallel + 1 reduced

@@ -46,6 +46,7 @@ mod contraction;
 mod display;
 mod error;
 mod interp;
+mod keep;
 mod rows;
 mod scale_b;
 mod validate;
@@ -53,6 +54,7 @@ mod validate;
 pub use contraction::{ContractionKernel, Operand};
 pub use error::{KernelError, Site};
 pub use interp::{run_contraction, run_kernel};
+pub use keep::Keep;
 pub use rows::{RowScratch, Rows};
 
 /// A kernel in either form; what [`crate::Target::emit`] translates.
@@ -316,23 +318,6 @@ pub struct LoopKernel {
     /// for larger arguments. Interpreters and emitters ignore it; a kernel whose listed node
     /// is ever positive computes what its expansion does for that argument, which is wrong.
     pub at_most_zero: Vec<NodeId>,
-}
-
-/// A node's value that a reducing [`LoopKernel`] stores at every point of its space as well
-/// as reducing the result: the terms of a softmax's sum, `exp(x - max)`, which the division
-/// reads next, are stored by the pass that sums them instead of by a pass of their own, and
-/// the sum no longer rereads them. At point `p` (all dims) the value of `node` goes to
-/// element `map(p)` of `binding`, after that point's loads. `binding` is write-only, no node
-/// loads it and it is not the store's; the planner only makes maps that give each point its
-/// own element.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Keep {
-    /// The node whose value is stored.
-    pub node: NodeId,
-    /// The binding written (its dtype is the node's).
-    pub binding: u32,
-    /// Where, over all dims (`strides.len() == rank`).
-    pub map: IndexMap,
 }
 
 /// A cache hint of a [`LoopKernel`]: wherever the vector loop loads a whole vector of

@@ -60,7 +60,7 @@ fn non_empty(dims: &[u64]) -> bool {
 
 /// What the node and binding checks look at: a loop kernel's body, or a contraction's
 /// epilogue (then `acc` is the accumulator's dtype and `dims` the result space).
-struct Checker<'k> {
+pub(super) struct Checker<'k> {
     name: &'k str,
     dims: &'k [u64],
     bindings: &'k [KernelBinding],
@@ -79,7 +79,7 @@ impl<'k> Checker<'k> {
         }
     }
 
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         self.name.to_owned()
     }
 
@@ -112,7 +112,7 @@ impl<'k> Checker<'k> {
 
     /// Checks an access to `binding` with `dtype` at `site`: the binding exists, has that
     /// dtype and permits the access; returns its element count.
-    fn binding(
+    pub(super) fn binding(
         &self,
         site: Site,
         binding: u32,
@@ -155,7 +155,7 @@ impl<'k> Checker<'k> {
 
     /// Checks that `map` has one stride per dim of `dims` and, if the box is not empty, stays
     /// in `[0, elements)` once `extra` (the gather term's range) is added.
-    fn bounds(
+    pub(super) fn bounds(
         &self,
         site: Site,
         binding: u32,
@@ -446,7 +446,7 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
         (0, 0),
     )?;
     if let Some(keep) = &k.keep {
-        check_keep(k, &c, keep)?;
+        super::keep::check(k, &c, keep)?;
     }
     for &n in &k.at_most_zero {
         let float = k.nodes.get(n as usize).is_some_and(|n| n.dtype.is_float());
@@ -470,37 +470,6 @@ fn check_loop(k: &LoopKernel) -> Result<(), KernelError> {
         }
     }
     k.check_row_scratch(&c.name())
-}
-
-/// A kept value (step 8): a reducing kernel, a node that exists, a binding of its dtype that
-/// may be written, is not the store's and that no node reads, and a map inside it over all
-/// dims.
-fn check_keep(k: &LoopKernel, c: &Checker<'_>, keep: &super::Keep) -> Result<(), KernelError> {
-    let bad = |why| KernelError::Keep {
-        kernel: c.name(),
-        why,
-    };
-    if k.reduction.is_none() {
-        return Err(bad("the kernel does not reduce"));
-    }
-    if keep.binding == k.store.binding {
-        return Err(bad("its binding is the store's"));
-    }
-    let read = k.nodes.iter().any(|n| match n.node {
-        Node::Load { binding, .. } | Node::Gather { binding, .. } => binding == keep.binding,
-        _ => false,
-    });
-    if read {
-        return Err(bad("a node reads its binding"));
-    }
-    let dtype = k
-        .nodes
-        .get(keep.node as usize)
-        .map(|n| n.dtype)
-        .ok_or(bad("it names no node"))?;
-    let site = Site::Node(keep.node);
-    let elements = c.binding(site, keep.binding, dtype, true)?;
-    c.bounds(site, keep.binding, &keep.map, &k.dims, elements, (0, 0))
 }
 
 fn check_contraction(k: &ContractionKernel) -> Result<(), KernelError> {

@@ -29,7 +29,8 @@
 //! NaN and rounds a result past the largest float to +inf, the argument is clamped at 89
 //! (710) instead, one `min` before the reduction (see [`SCALE_B_CLAMP`]), except for an
 //! argument with a tail (`pow`'s), which keeps a select of +inf after the scaling. Callers
-//! that know their argument stays inside (tanh, erf) skip those guards.
+//! that know their argument stays inside (tanh, erf, and the `exp` of an argument the
+//! planner proved at most zero or NaN, `LoopKernel::at_most_zero`) skip those guards.
 
 use super::builder::{Builder, V};
 
@@ -85,7 +86,8 @@ const SCALE_B_CLAMP: [f64; 2] = [89.0, 710.0];
 pub(super) struct Reach {
     /// The argument can go below the normal range of the result (or be -inf).
     pub low: bool,
-    /// The argument can exceed the overflow threshold (or be +inf or NaN).
+    /// The argument can exceed the overflow threshold or be +inf, or (without `scaleb`,
+    /// whose scaling keeps NaN NaN by itself) be NaN.
     pub high: bool,
 }
 

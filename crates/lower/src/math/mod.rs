@@ -84,7 +84,8 @@ fn constant(nodes: &[KernelNode], id: NodeId, dtype: DType) -> Option<f64> {
 /// Replaces every transcendental node of `kernels` by its expansion (see the module doc) and
 /// validates the result. A kernel without one is left as it is. With `scale_b` (a target
 /// whose code scales by a power of two in one instruction) the expansions use
-/// [`Node::ScaleB`] for it.
+/// [`Node::ScaleB`] for it. The result, a kept value and the nodes listed at most zero are
+/// renumbered with the nodes.
 pub(crate) fn expand(kernels: &mut [Kernel], scale_b: bool) -> Result<(), KernelError> {
     for kernel in kernels.iter_mut() {
         match kernel {

@@ -306,3 +306,51 @@ fn pow_expansion_gives_c99_special_values() {
         }
     }
 }
+
+/// An `exp` whose argument the planner proved at most zero or NaN
+/// (`LoopKernel::at_most_zero`) loses its overflow clamp on `scaleb` targets and nothing else:
+/// the same bits as the guarded expansion over every such argument (a sweep down past the
+/// underflow threshold, ±0, subnormals, -inf, NaN). Without `scaleb` the guard stays (it makes
+/// NaN from NaN there).
+#[test]
+fn an_exp_of_an_argument_at_most_zero_keeps_its_results_without_the_clamp() {
+    for dtype in [DType::F32, DType::F64] {
+        let lo = if dtype == DType::F32 { -110.0 } else { -760.0 };
+        let mut values: Vec<f64> = (0..=20_000).map(|i| lo * f64::from(i) / 20_000.0).collect();
+        values.extend([-0.0, -1e-40, -1e-310, f64::NEG_INFINITY, f64::NAN]);
+        let bytes = le_bytes(&values, dtype);
+        let exp = vec![node(
+            Node::Unary {
+                op: UnaryOp::Exp,
+                x: 0,
+            },
+            dtype,
+        )];
+        let k = elementwise("exp", values.len() as u64, &[dtype], exp);
+        let mut proved = k.clone();
+        proved.at_most_zero = vec![0];
+        let count = |k: &crate::kernel::LoopKernel| k.nodes.len();
+        let run = |k: &crate::kernel::LoopKernel| {
+            let (mut input, mut out) = (bytes.clone(), vec![0u8; bytes.len()]);
+            run_kernel(k, &mut [&mut input, &mut out]).expect("runs");
+            out
+        };
+        for scale_b in [true, false] {
+            let guarded = expanded_for(k.clone(), scale_b).expect("expands");
+            let unguarded = expanded_for(proved.clone(), scale_b).expect("expands");
+            // The clamp is a compare and a select (and its constant).
+            let fewer = if scale_b { 3 } else { 0 };
+            assert_eq!(
+                count(&unguarded) + fewer,
+                count(&guarded),
+                "{dtype} {scale_b}"
+            );
+            assert_eq!(unguarded.at_most_zero, vec![0]);
+            let size = dtype.size_bytes() as usize;
+            let (a, b) = (run(&guarded), run(&unguarded));
+            for (i, (g, u)) in a.chunks(size).zip(b.chunks(size)).enumerate() {
+                assert_eq!(g, u, "{dtype} at {}", values[i]);
+            }
+        }
+    }
+}

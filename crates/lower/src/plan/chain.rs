@@ -2,15 +2,14 @@
 //! workgroup by workgroup (`accy_artifact::Command::Dispatch::chained`), so the rows one pass
 //! reads are still in the L2 cache when the next pass reads them.
 //!
-//! A row softmax is three kernels over its input — a max, a sum of exponentials, the
-//! normalising pass (also three where its `exp` is stored once, `plan/mod.rs`: a max, the
-//! `exp` stored while it is summed, `plan/keep.rs`, the division) — and a layer norm three
-//! as well. Run one after the other over a
-//! tensor larger than the cache, each reads it from memory again. But each kernel's workgroup
-//! `g` handles the same rows `[⌊g·E/G⌋, ⌊(g+1)·E/G⌋)` of its outermost dim when the kernels have
-//! the same outermost extent `E` and workgroup count `G` (the emitters' split), so running
-//! the three calls of workgroup `g` back to back touches one block of rows three times while
-//! it is cached. That is only right when no workgroup of one link touches bytes that another
+//! A row softmax is three kernels over its input — a max, a sum of exponentials, the normalising
+//! pass (also three where its `exp` is stored once, `plan/mod.rs`: a max, the `exp` stored while it
+//! is summed, `plan/keep.rs`, the division) — and a layer norm three as well. Run one after the
+//! other over a tensor larger than the cache, each reads it from memory again. But each kernel's
+//! workgroup `g` handles the same rows `[⌊g·E/G⌋, ⌊(g+1)·E/G⌋)` of its outermost dim when the
+//! kernels have the same outermost extent `E` and workgroup count `G` (the emitters' split), so
+//! running the three calls of workgroup `g` back to back touches one block of rows three times
+//! while it is cached. That is only right when no workgroup of one link touches bytes that another
 //! link's *different* workgroup writes; [`link`] proves it from the kernels' maps:
 //!
 //! - every binding a link shares with another link (regions that overlap where either one

@@ -5,9 +5,9 @@
 //!   and an index node reading it reads no dim);
 //! - adjacent dims `i`, `i + 1` of the same kind (both parallel or both reduced) merge into one
 //!   of extent `n_i · n_{i+1}` when every map walks them as one (`stride_i = stride_{i+1} ·
-//!   n_{i+1}`, a kept value's map included, and the store's for parallel dims) and no index node reads either.
-//!   Row-major order over the merged dim is the old row-major order over the pair, so even
-//!   reduction order is unchanged.
+//!   n_{i+1}`, a kept value's map included, and the store's for parallel dims) and no index
+//!   node reads either. Row-major order over the merged dim is the old row-major order over
+//!   the pair, so even reduction order is unchanged.
 //!
 //! Fewer dims mean fewer loop levels for emitters (an elementwise kernel over contiguous
 //! tensors becomes one flat loop), and they keep a dot's kernel within [`accy_ir::MAX_RANK`]

@@ -109,7 +109,8 @@ fn fuse(
     }
     // Coalescing may have merged the first kernel's dims where the reduction's stay apart.
     let first = &split_to(first, &second.dims)?;
-    if !vectorizes_in_a_reduction(first) {
+    let width = second.nodes.get(second.result as usize)?.dtype.size_bytes();
+    if !vectorizes_in_a_reduction(first, width) {
         return None;
     }
     let &(kept, _) = first_uses.get(first.store.binding as usize)?;
@@ -301,15 +302,16 @@ fn split_to(k: &LoopKernel, dims: &[u64]) -> Option<LoopKernel> {
     Some(out)
 }
 
-/// Whether `k`'s loads and value are all of the kinds every vector reduction takes: loads of
-/// 4- or 8-byte numbers, each contiguous or constant along the innermost dim, no gathers, and
-/// a value of such a type. An elementwise kernel with a transposing load or a byte-sized
-/// value vectorizes alone but would make the fused reduction scalar, slower than the two
-/// kernels.
-fn vectorizes_in_a_reduction(k: &LoopKernel) -> bool {
+/// Whether `k`'s nodes are all of the kinds every vector reduction takes, in lanes of
+/// `width` bytes (the reduction's): loads of 4- or 8-byte numbers, each contiguous or
+/// constant along the innermost dim; every other value but a bool of that width; no gathers,
+/// index nodes or conversions. An elementwise kernel with a transposing load, a byte-sized
+/// value or a change of width may vectorize alone (or not) but would make the fused reduction
+/// scalar, slower than the two kernels.
+fn vectorizes_in_a_reduction(k: &LoopKernel, width: u64) -> bool {
     let lanes = |d: accy_ir::DType| {
         use accy_ir::DType::{F32, F64, I32, I64};
-        matches!(d, F32 | F64 | I32 | I64)
+        matches!(d, F32 | F64 | I32 | I64) && d.size_bytes() == width
     };
     let inner = k.dims.len().wrapping_sub(1);
     let value = k
@@ -321,7 +323,7 @@ fn vectorizes_in_a_reduction(k: &LoopKernel) -> bool {
             Node::Load { map, .. } => {
                 lanes(n.dtype) && matches!(map.strides.get(inner), Some(0 | 1))
             }
-            Node::Gather { .. } => false,
-            _ => true,
+            Node::Gather { .. } | Node::Index { .. } | Node::Convert { .. } => false,
+            _ => n.dtype == accy_ir::DType::Bool || lanes(n.dtype),
         })
 }

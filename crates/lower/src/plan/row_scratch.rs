@@ -6,8 +6,9 @@
 //!
 //! That is the stored `exp` of a row softmax (`plan/mod.rs` stores it once where it is
 //! chained): the `exp` link writes a workgroup's rows (and, since `plan/keep.rs`, sums them
-//! as it does), the division link rereads them. Measured on an AVX-512 host (Intel, 48 KiB L1d and 2 MiB L2 per core; `accy bench`,
-//! 1 thread, min of alternating rounds), an f32 4096×1024 softmax: `exp` recomputed by two
+//! as it does), the division link rereads them. Measured on an AVX-512 host (Intel, 48 KiB
+//! L1d and 2 MiB L2 per core; `accy bench`, 1 thread, min of alternating rounds), before the
+//! sum was fused, an f32 4096×1024 softmax: `exp` recomputed by two
 //! links 2.21-2.22 ms; stored once in a 16 MiB buffer 3.23-3.29 ms (2.26 ms without
 //! non-temporal stores); in worker scratch 2.06-2.08 ms, and 1.82 ms once the hint to fetch
 //! the next workgroup's rows moved from the division link, which no longer reads the input,

@@ -53,7 +53,7 @@ const SOFTMAX: &str = "program {
 fn a_row_softmax_is_one_chain() {
     let (_, lowered) = planned_with(SOFTMAX, &small_caches());
     let grid = grid(&lowered.commands);
-    // Three passes (where the exponentials are stored once, the sum's stores them).
+    // Three passes (where the exponentials are stored once, the sum stores them).
     assert!(grid.len() >= 3, "{grid:?}");
     let count = grid[0].0;
     assert!(count >= 16, "{grid:?}");

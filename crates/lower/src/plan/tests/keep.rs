@@ -47,17 +47,29 @@ fn a_sum_that_reads_the_value_elsewhere_than_where_it_was_stored_does_not() {
 
 #[test]
 fn a_sum_that_would_lose_vectors_or_workers_does_not() {
-    // exp of a transposed read: the fused reduction could not vectorize it.
-    let transposed = "program {
-  %x = input \"x\" : f32[10,6]
-  %t = transpose %x, perm=[1,0] : f32[6,10]
-  %e = exp %t : f32[6,10]
+    // exp of `%v`, summed by rows and multiplied by `%v`.
+    let exp_of_view = |view: &str| {
+        format!(
+            "program {{
+  {view}
+  %e = exp %v : f32[6,10]
   %s = reduce sum %e, axes=[1] : f32[6]
-  %y = mul %e, %t : f32[6,10]
+  %y = mul %e, %v : f32[6,10]
   output %y
   output %s
-}";
-    assert_eq!(kernels_and_kept(transposed).1, 0);
+}}"
+        )
+    };
+    // A transposed read, which the fused reduction could not vectorize; a conversion from
+    // f64, two lane widths in one kernel.
+    for view in [
+        "%x = input \"x\" : f32[10,6]
+  %v = transpose %x, perm=[1,0] : f32[6,10]",
+        "%x = input \"x\" : f64[6,10]
+  %v = convert %x, to=f32 : f32[6,10]",
+    ] {
+        assert_eq!(kernels_and_kept(&exp_of_view(view)).1, 0, "{view}");
+    }
     // A large tensor reduced whole: its exp would run on one worker.
     let whole = "program {
   %x = input \"x\" : f32[1048576]

@@ -1,6 +1,6 @@
-//! Loop nests: reductions (kept values too), maps (transposed, blocked like transposes, broadcast, reversed),
-//! lengths around every vector width, workgroup splits, 64-bit strides, in-place updates,
-//! uniform values with imports and gathers, and kernels with more live values than
+//! Loop nests: reductions (kept values too), maps (transposed, blocked like transposes, broadcast,
+//! reversed), lengths around every vector width, workgroup splits, 64-bit strides, in-place
+//! updates, uniform values with imports and gathers, and kernels with more live values than
 //! registers.
 
 use accy_artifact::Access;
