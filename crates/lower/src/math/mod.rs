@@ -151,20 +151,17 @@ fn expand_nodes(
         let below_overflow = scale_b
             && matches!(n.node, Node::Unary { op: UnaryOp::Exp, x } if at_most_zero.contains(&x));
         let id = match (&node, fmt) {
-            (Node::Unary { x, .. }, Some(fmt)) if below_overflow && expands(&node, n.dtype) => {
-                let reach = exp::Reach {
-                    low: true,
-                    high: false,
-                };
-                exp::exp_reaching(
-                    &mut Builder::new(&mut out, &mut consts, fmt, scale_b),
-                    *x,
-                    reach,
-                )
-            }
             (Node::Unary { op, x }, Some(fmt)) if expands(&node, n.dtype) => {
-                let f = unary_expansion(*op)?;
-                f(&mut Builder::new(&mut out, &mut consts, fmt, scale_b), *x)
+                let b = &mut Builder::new(&mut out, &mut consts, fmt, scale_b);
+                if below_overflow {
+                    let reach = exp::Reach {
+                        low: true,
+                        high: false,
+                    };
+                    exp::exp_reaching(b, *x, reach)
+                } else {
+                    unary_expansion(*op)?(b, *x)
+                }
             }
             (
                 Node::Binary {

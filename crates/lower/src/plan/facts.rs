@@ -38,36 +38,34 @@ pub(super) fn is_minus_own_max(program: &Program, lhs: ValueId, rhs: ValueId) ->
         return false;
     }
     let rank = dims.len() as u32;
-    let (max, kept_axes): (ValueId, Vec<u32>) = match definition(program, *x) {
+    // Through a reshape only when it is broadcast axis for axis.
+    let (max, reshaped) = match definition(program, *x) {
         Some(Instruction {
             op: Op::Reshape { x: max, dims: kept },
             ..
-        }) if axes.iter().copied().eq(0..rank) => {
-            // The reshape inserts 1s at the reduced axes and keeps the others' extents.
-            let reduced = reduced_axes(program, *max, lhs);
-            let ok = reduced.as_ref().is_some_and(|reduced| {
-                kept.len() == dims.len()
-                    && kept.iter().zip(dims).enumerate().all(|(a, (&k, &d))| {
-                        if reduced.contains(&(a as u32)) {
-                            k == 1
-                        } else {
-                            k == d
-                        }
-                    })
-            });
-            if !ok {
-                return false;
-            }
-            let reduced = reduced.unwrap_or_default();
-            (*max, (0..rank).filter(|a| !reduced.contains(a)).collect())
-        }
-        _ => (*x, axes.to_vec()),
+        }) if axes.iter().copied().eq(0..rank) => (*max, Some(kept)),
+        _ => (*x, None),
     };
     let Some(reduced) = reduced_axes(program, max, lhs) else {
         return false;
     };
-    let others: Vec<u32> = (0..rank).filter(|a| !reduced.contains(a)).collect();
-    kept_axes == others
+    let is_reduced = |a: usize| reduced.contains(&(a as u32));
+    match reshaped {
+        // The reshape inserts 1s at the reduced axes and keeps the others' extents.
+        Some(kept) => {
+            kept.len() == dims.len()
+                && kept
+                    .iter()
+                    .zip(dims)
+                    .enumerate()
+                    .all(|(a, (&k, &d))| k == if is_reduced(a) { 1 } else { d })
+        }
+        // The broadcast puts the max's axes at the others, in order.
+        None => axes
+            .iter()
+            .copied()
+            .eq((0..rank).filter(|&a| !is_reduced(a as usize))),
+    }
 }
 
 /// The axes `max` reduces, when it is `reduce max` of `x`.

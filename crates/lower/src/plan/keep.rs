@@ -136,15 +136,15 @@ fn fuse(
     if !loads_kept {
         return None;
     }
-    // The fused bindings: what either reads (each buffer once), the kept value, the result.
+    // The fused bindings: what either reads (each buffer once, as one binding), then the kept
+    // value and the result.
     let mut uses: Vec<(BufId, Access)> = Vec::new();
     let mut bindings: Vec<KernelBinding> = Vec::new();
-    let mut bind = |buf: BufId, access: Access, b: &KernelBinding| -> Option<u32> {
-        let at = match uses.iter().position(|&(u, a)| u == buf && a == access) {
-            Some(at) if access == Access::Read && bindings[at] == *b => at,
-            Some(_) if access == Access::Read => return None,
-            _ => {
-                uses.push((buf, access));
+    let mut read = |buf: BufId, b: &KernelBinding| -> Option<u32> {
+        let at = match uses.iter().position(|&(u, _)| u == buf) {
+            Some(at) => (bindings[at] == *b).then_some(at)?,
+            None => {
+                uses.push((buf, Access::Read));
                 bindings.push(b.clone());
                 uses.len() - 1
             }
@@ -153,27 +153,22 @@ fn fuse(
     };
     let mut first_map = Vec::with_capacity(first.bindings.len());
     for (i, (b, &(buf, _))) in first.bindings.iter().zip(first_uses).enumerate() {
-        let read = i != first.store.binding as usize;
-        first_map.push(if read { bind(buf, Access::Read, b)? } else { 0 });
+        let reads = i != first.store.binding as usize;
+        first_map.push(if reads { read(buf, b)? } else { 0 });
     }
     let mut second_map = Vec::with_capacity(second.bindings.len());
     for (i, (b, &(buf, _))) in second.bindings.iter().zip(second_uses).enumerate() {
-        let read = i != second.store.binding as usize && buf != kept;
-        second_map.push(if read { bind(buf, Access::Read, b)? } else { 0 });
+        let reads = i != second.store.binding as usize && buf != kept;
+        second_map.push(if reads { read(buf, b)? } else { 0 });
     }
-    let keep_binding = bind(
-        kept,
-        Access::Write,
-        first.bindings.get(first.store.binding as usize)?,
-    )?;
-    let store_binding = bind(
-        result,
-        Access::Write,
-        second.bindings.get(second.store.binding as usize)?,
-    )?;
+    for (buf, k) in [(kept, first), (result, second)] {
+        uses.push((buf, Access::Write));
+        bindings.push(k.bindings.get(k.store.binding as usize)?.clone());
+    }
     if uses.len() > accy_artifact::abi::MAX_BINDINGS {
         return None;
     }
+    let (keep_binding, store_binding) = (uses.len() as u32 - 2, uses.len() as u32 - 1);
     // The first kernel's nodes, then the second's, whose loads of the kept value become that
     // value.
     let rebind = |node: &Node, map: &[u32]| -> Option<Node> {
