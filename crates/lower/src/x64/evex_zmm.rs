@@ -344,8 +344,9 @@ pub(crate) mod zv {
     pub(crate) const fn unpckh(wide: bool) -> Op {
         float(wide, 0x15)
     }
-    /// `vshufps zmm, zmm, zmm, imm8`: per 128-bit lane, two elements of each source.
-    pub(crate) const SHUFPS: Op = op(1, 0, false, 0xC6);
+    /// `vshuff32x4 zmm, zmm, zmm, imm8`: 128-bit lanes 0 and 1 from the first source and 2
+    /// and 3 from the second, each picked by two bits of `imm8`.
+    pub(crate) const SHUFF32X4: Op = op(3, 1, false, 0x23);
     /// `vpbroadcastd zmm, r32` / `vpbroadcastq zmm, r64`.
     pub(crate) const fn pbroadcast_gpr(wide: bool) -> Op {
         op(2, 1, wide, 0x7C)

@@ -5,9 +5,10 @@
 //! `rows` rows of the inner run (a vector's lanes: 8 or 4), `rows × cols` contiguous elements
 //! are transposed in registers into `cols` vectors in frame slots, one per outer step
 //! ([`TileShape`]). A vector iteration then reads its column from a slot instead of gathering
-//! its lanes from as many lines, and every source line is used up by the instructions that
-//! load it, so nothing depends on a line staying in the L1 cache (rows a power of two apart
-//! all fall into one of its sets).
+//! its lanes from as many lines, and every source line is used up within its fill group, so
+//! nothing depends on a line staying in the L1 cache longer than that (rows a power of two
+//! apart all fall into one of its sets: a group keeps at most 8 such lines in flight, or loads
+//! each whole once).
 //!
 //! The vector plan admits a tile only when the inner run is whole vectors and at most
 //! `MAX_TILE_RUN` long, and the outer dim's size is a multiple of `cols` and it starts at 0
@@ -22,9 +23,11 @@
 //! in ymm5–ymm15 across the loop survive.
 //!
 //! The AVX-512 tier reads tiles in zmm vectors (16 or 8 lanes, so a fill group is 16 or 8
-//! rows): the same quarters, each register now four 128-bit row pieces (rows q, q+4, q+8,
-//! q+12, or for 64-bit lanes rows r, r+2, r+4, r+6), the same in-lane shuffles, and 64-byte
-//! columns. Each column is a whole line of the frame (the tiles start at the first 64-byte
+//! rows). For 32-bit lanes it loads each of the 16 rows' lines whole into zmm16–31 and
+//! transposes them in registers (`emit_zfill_group_32`): loaded a quarter at a time, 16 lines
+//! in one L1 set of 12 ways were evicted between their quarters. For 64-bit lanes, the ymm
+//! path's pieces, each register four 128-bit row pieces (rows r, r+2, r+4, r+6: 8 lines,
+//! within the ways), the same in-lane shuffles. Both give 64-byte columns. Each column is a whole line of the frame (the tiles start at the first 64-byte
 //! boundary of their slots), so the fill's stores and the loop's loads never split a line,
 //! and each store of the loop covers 64 bytes of the destination: a whole line when the
 //! address is on one (non-temporal when streaming; pieces, or an ordinary store, otherwise:
@@ -337,29 +340,56 @@ impl Emitter<'_> {
         }
     }
 
-    /// One group of 16 rows × 16 f32 columns at rcx into the 16 zmm columns at rdx: per
-    /// quarter (4 columns), zmm(q) holds the quarter's 16 bytes of rows q, q+4, q+8, q+12 in its
-    /// four 128-bit lanes, and the 4×4 transpose within each lane (as on the ymm path) leaves
-    /// column j with rows 4L..4L+3 in lane L: rows 0 to 15 in order.
+    /// One group of 16 rows × 16 f32 columns at rcx into the 16 zmm columns at rdx. Each
+    /// row's line is loaded whole, once, into zmm16–zmm31: the 16 rows lie a power of two
+    /// apart, so they all fall into one set of the L1 cache, which holds fewer lines than
+    /// that (12 on recent Intel and AMD cores), and a fill that came back to a line for each
+    /// of its four quarters found it evicted by the other rows. Then a 16×16 transpose in
+    /// registers: pairs of rows interleaved by element (`vunpcklps`/`vunpckhps`, into
+    /// zmm0–15), then by pairs of elements (`vunpcklpd`/`vunpckhpd`, back into zmm16–31), so
+    /// that register `4j + c` holds, in 128-bit lane `L`, rows `4j..4j + 3` of column
+    /// `4L + c`; last, for each `c`, a 4×4 transpose of those lanes across registers
+    /// `c, 4 + c, 8 + c, 12 + c` (two rounds of `vshuff32x4`) gives columns `c, 4 + c, 8 + c,
+    /// 12 + c`. Between the runs of the vector loop that the fill serves no vector register
+    /// holds a value (each run sets up its own, and zmm16–31 are caller-saved).
     fn emit_zfill_group_32(&mut self, row: impl Fn(i64, i64) -> i32) {
-        for quarter in 0..4i64 {
-            for q in 0..4u8 {
-                let first = row(q as i64, 16 * quarter);
-                x64!(self.ops; vmovups Rx(q), [rcx + first]);
-                for lane in 1..4u8 {
-                    let at = row(q as i64 + 4 * lane as i64, 16 * quarter);
-                    self.z(Zins::new(zv::INSERTF32X4, q, q, Zrm::at(gpr::RCX, at)).imm(lane));
-                }
-            }
-            self.z(Zins::rrr(zv::unpckl(false), 4, 0, 1));
-            self.z(Zins::rrr(zv::unpckh(false), 0, 0, 1));
-            self.z(Zins::rrr(zv::unpckl(false), 1, 2, 3));
-            self.z(Zins::rrr(zv::unpckh(false), 2, 2, 3));
-            let columns = [(4u8, 1u8, 0x44u8), (4, 1, 0xEE), (0, 2, 0x44), (0, 2, 0xEE)];
-            for (j, (a, c, imm)) in columns.into_iter().enumerate() {
-                let at = 64 * (4 * quarter as i32 + j as i32);
-                self.z(Zins::rrr(zv::SHUFPS, 3, a, c).imm(imm));
-                self.z(Zins::new(zv::store(false), 3, 0, Zrm::at(gpr::RDX, at)));
+        const ROWS: u8 = 16;
+        for r in 0..16u8 {
+            self.z(Zins::new(
+                zv::load(false),
+                ROWS + r,
+                0,
+                Zrm::at(gpr::RCX, row(r as i64, 0)),
+            ));
+        }
+        for pair in (0..16u8).step_by(2) {
+            let (a, b) = (ROWS + pair, ROWS + pair + 1);
+            self.z(Zins::rrr(zv::unpckl(false), pair, a, b));
+            self.z(Zins::rrr(zv::unpckh(false), pair + 1, a, b));
+        }
+        for quad in (0..16u8).step_by(4) {
+            let [t0, t1, t2, t3] = [quad, quad + 1, quad + 2, quad + 3];
+            self.z(Zins::rrr(zv::unpckl(true), ROWS + quad, t0, t2));
+            self.z(Zins::rrr(zv::unpckh(true), ROWS + quad + 1, t0, t2));
+            self.z(Zins::rrr(zv::unpckl(true), ROWS + quad + 2, t1, t3));
+            self.z(Zins::rrr(zv::unpckh(true), ROWS + quad + 3, t1, t3));
+        }
+        for c in 0..4u8 {
+            let u = |j: u8| ROWS + 4 * j + c;
+            self.z(Zins::rrr(zv::SHUFF32X4, 0, u(0), u(1)).imm(0x44));
+            self.z(Zins::rrr(zv::SHUFF32X4, 1, u(0), u(1)).imm(0xEE));
+            self.z(Zins::rrr(zv::SHUFF32X4, 2, u(2), u(3)).imm(0x44));
+            self.z(Zins::rrr(zv::SHUFF32X4, 3, u(2), u(3)).imm(0xEE));
+            let outputs = [(0u8, 2u8, 0x88u8), (0, 2, 0xDD), (1, 3, 0x88), (1, 3, 0xDD)];
+            for (lane, (a, b, imm)) in outputs.into_iter().enumerate() {
+                let column = 4 * lane as i32 + c as i32;
+                self.z(Zins::rrr(zv::SHUFF32X4, 4, a, b).imm(imm));
+                self.z(Zins::new(
+                    zv::store(false),
+                    4,
+                    0,
+                    Zrm::at(gpr::RDX, 64 * column),
+                ));
             }
         }
     }

@@ -447,6 +447,22 @@ fn zmm_loop_forms_decode_as_intended() {
             "vextractf64x4 ymm1,zmm15,1",
         ),
         (
+            Zins::rrr(zv::SHUFF32X4, 4, 16, 29).imm(0x88),
+            "vshuff32x4 zmm4,zmm16,zmm29,0x88",
+        ),
+        (
+            Zins::rrr(zv::unpckl(false), 0, 30, 31),
+            "vunpcklps zmm0,zmm30,zmm31",
+        ),
+        (
+            Zins::rrr(zv::unpckh(true), 27, 9, 11),
+            "vunpckhpd zmm27,zmm9,zmm11",
+        ),
+        (
+            Zins::new(zv::load(false), 31, 0, Zrm::at(1, 0x3C000)),
+            "vmovups zmm31,[rcx+0x3C000]",
+        ),
+        (
             Zins::rrr(zv::pbroadcast_gpr(false), 4, 0, 0),
             "vpbroadcastd zmm4,eax",
         ),
