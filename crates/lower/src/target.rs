@@ -78,6 +78,19 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The dims of a second visiting order of `k`'s points that this target's code, compiled
+    /// with `options`, runs instead when the store binding starts on a 64-byte line (x64's
+    /// streaming transposes in sub-stripes, `x64/on_line.rs`), or `None` (by default: never).
+    /// Shown by `accy inspect`.
+    fn on_line_dims(
+        &self,
+        k: &crate::kernel::LoopKernel,
+        options: &Options,
+    ) -> Option<accy_ir::Dims> {
+        let _ = (k, options);
+        None
+    }
+
     /// Machine code for `kernels`, one entry per kernel in the same order, each entry following
     /// the dispatch ABI (`accy_artifact::abi`). The kernels have passed [`Kernel::validate`].
     /// `options` carries the numeric mode ([`Options::reassociate`]). Never panics: an

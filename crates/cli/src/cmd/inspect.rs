@@ -61,12 +61,16 @@ pub fn inspect(
     // What the target's code does with each kernel's stores (x64 needs a vector loop besides
     // what `streams_stores` allows); asked here, so compiles do not pay for it.
     let emitted_with = options.for_target(target.as_ref());
-    let non_temporal: Vec<bool> = compiled
+    let stores: Vec<StoreNotes> = compiled
         .kernels
         .iter()
-        .map(|k| {
-            k.as_loop()
-                .is_some_and(|k| target.streams_stores(k, &emitted_with))
+        .map(|k| StoreNotes {
+            non_temporal: k
+                .as_loop()
+                .is_some_and(|k| target.streams_stores(k, &emitted_with)),
+            on_line: k
+                .as_loop()
+                .and_then(|k| target.on_line_dims(k, &emitted_with)),
         })
         .collect();
     let text = render(
@@ -74,21 +78,30 @@ pub fn inspect(
         target.name(),
         &compiled.artifact,
         Some((&compiled, &program)),
-        &non_temporal,
+        &stores,
         disassemble,
     );
     out.bytes(text.as_bytes())
 }
 
+/// What the target's code does with one kernel's stores, beyond the kernel's description.
+#[derive(Default)]
+struct StoreNotes {
+    /// Whether it streams them (non-temporal stores).
+    non_temporal: bool,
+    /// The dims of the order it runs instead when the output starts on a 64-byte line.
+    on_line: Option<accy_ir::Dims>,
+}
+
 /// The listing of `artifact`; `compiled` (the compiler's kernel descriptions and the
 /// program) adds each kernel's description and fused instructions, which a loaded artifact
-/// does not keep, and `non_temporal` (per kernel) which of them stream their stores.
+/// does not keep, and `stores` (per kernel) what the target's code does with their stores.
 fn render(
     file: &Path,
     target: &str,
     artifact: &accy_artifact::Artifact,
     compiled: Option<(&Compilation, &Program)>,
-    non_temporal: &[bool],
+    stores: &[StoreNotes],
     disassemble: bool,
 ) -> String {
     let mut s = String::new();
@@ -139,12 +152,20 @@ fn render(
         match compiled.and_then(|(c, _)| c.kernels.get(i)) {
             Some(k) => {
                 let _ = write!(s, "\n{i}: {k}");
-                if non_temporal.get(i) == Some(&true) {
+                let notes = stores.get(i);
+                if notes.is_some_and(|n| n.non_temporal) {
                     let _ = writeln!(
                         s,
                         "  stores: non-temporal in the vector loop (the output is at least half \
                          as large as the last-level cache), except a store whose address is not \
                          aligned for them"
+                    );
+                }
+                if let Some(dims) = notes.and_then(|n| n.on_line.as_ref()) {
+                    let _ = writeln!(
+                        s,
+                        "  on a line: an output that starts on a 64-byte line is written in the \
+                         order of dims {dims:?} (sub-stripes of source rows)"
                     );
                 }
             }

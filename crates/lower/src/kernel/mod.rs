@@ -49,6 +49,7 @@ mod interp;
 mod keep;
 mod rows;
 mod scale_b;
+mod substripe;
 mod validate;
 
 pub use contraction::{ContractionKernel, Operand};

@@ -282,6 +282,17 @@ pub fn blocked_transpose(n: u64, m: u64, dtype: DType, block: crate::TransposeBl
     k
 }
 
+/// [`blocked_transpose`] in blocks of two lines by `run` rows along the source rows (the
+/// order x64's tiles read in).
+pub fn transpose_along_rows(n: u64, m: u64, dtype: DType, run: u64) -> LoopKernel {
+    let block = crate::TransposeBlock {
+        line_bytes: 128,
+        run,
+        along_rows: true,
+    };
+    blocked_transpose(n, m, dtype, block)
+}
+
 /// `out[i, j] = op(a[...], b[...])` over `dims` with the given `(elements, offset, strides)`
 /// load maps and a row-major store.
 pub fn binary_2d(

@@ -82,7 +82,9 @@ const PAGE: i32 = 4096;
 
 /// Emits `k` for `tier` at the assembler's current position; with `caches`, its stores are
 /// non-temporal where [`crate::streams_stores`] says so for those caches, and its tile fills
-/// prefetch only rows off a line where they say [`Blocking::skip_scattered_prefetch`].
+/// prefetch only rows off a line where they say [`Blocking::skip_scattered_prefetch`]. A
+/// streaming transpose may get a second function after the first, which its entry jumps to
+/// when the destination starts on a 64-byte line (`on_line.rs`).
 pub(crate) fn emit_kernel(
     ops: &mut Asm,
     k: &LoopKernel,
@@ -90,10 +92,30 @@ pub(crate) fn emit_kernel(
     reassociate: bool,
     caches: Option<&Blocking>,
 ) -> Result<(), EmitError> {
+    let Some(form) = caches.and_then(|c| super::on_line::form(k, tier, reassociate, c)) else {
+        return emit_loop_function(ops, k, tier, reassociate, caches, None);
+    };
+    let on_line = ops.new_dynamic_label();
+    super::on_line::emit_branch(ops, k, on_line);
+    emit_loop_function(ops, k, tier, reassociate, caches, None)?;
+    x64!(ops; =>on_line);
+    emit_loop_function(ops, &form, tier, reassociate, caches, Some(true))
+}
+
+/// One function for `k`, with non-temporal stores where `stream` says (`None`: where
+/// [`streams`] does).
+fn emit_loop_function(
+    ops: &mut Asm,
+    k: &LoopKernel,
+    tier: X64Tier,
+    reassociate: bool,
+    caches: Option<&Blocking>,
+    stream: Option<bool>,
+) -> Result<(), EmitError> {
     check_shape(k, tier.name())?;
     let live = k.live_nodes();
     let vplan = vector_plan(k, &live, tier, reassociate);
-    let stream = streams(k, vplan.as_ref(), caches);
+    let stream = stream.unwrap_or_else(|| streams(k, vplan.as_ref(), caches));
     let layout = Layout::new(k, vplan.as_ref().map_or(0, |p| p.slots), tier.name())?;
     let mut e = Emitter {
         ops,
@@ -111,7 +133,7 @@ pub(crate) fn emit_kernel(
 }
 
 /// The vector plan of `k` on `tier`, if its innermost parallel dim is vectorized.
-fn vector_plan(
+pub(crate) fn vector_plan(
     k: &LoopKernel,
     live: &[bool],
     tier: X64Tier,

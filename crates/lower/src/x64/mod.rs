@@ -32,6 +32,7 @@ pub(crate) mod evex_zmm;
 mod gemm;
 pub(crate) mod kernel;
 pub(crate) mod micro;
+mod on_line;
 mod pin;
 mod scalar;
 mod tile;
@@ -217,6 +218,14 @@ impl Target for X64Target {
 
     fn streams_stores(&self, k: &crate::kernel::LoopKernel, options: &Options) -> bool {
         kernel::uses_non_temporal_stores(k, self.tier, options.reassociate, &options.caches)
+    }
+
+    fn on_line_dims(
+        &self,
+        k: &crate::kernel::LoopKernel,
+        options: &Options,
+    ) -> Option<accy_ir::Dims> {
+        on_line::form(k, self.tier, options.reassociate, &options.caches).map(|form| form.dims)
     }
 
     fn emit(&self, kernels: &[Kernel], options: &Options) -> Result<EmittedCode, EmitError> {

@@ -10,6 +10,8 @@
 //! - `bit_select`: which ORs become one `vpternlogd` on AVX-512;
 //! - `encoding`: emitted bytes against expected listings, and dynasm's encoding quirks;
 //! - `vector_code`: the AVX-512 vector loops' zmm forms and masks, and min/max selects;
+//! - `on_line`: which streaming transposes get a sub-striped form for outputs on a line, and
+//!   the entry's branch to it;
 //! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to, and the tile
 //!   fills' prefetches.
 
@@ -19,6 +21,7 @@ mod conformance;
 mod encoding;
 mod errors;
 mod host;
+mod on_line;
 mod paths;
 mod prefetch_hint;
 mod vector_code;

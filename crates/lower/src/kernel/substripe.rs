@@ -1,0 +1,142 @@
+//! Another visiting order of an elementwise kernel's points: its innermost dim cut into
+//! sub-stripes that an outer loop walks one after another ([`LoopKernel::sub_striped`]).
+//!
+//! A transpose blocked along the source rows (`plan::blocking`) walks stripes of `run` source
+//! rows, each read a few lines of every row at a time across the whole width, and writes each
+//! destination row a run of `run` elements per block. Every row is a stream of reads; when a
+//! stripe holds more rows than the hardware prefetchers follow at once (Intel's L2 streamer
+//! tracks 32 pages), every line is a demand miss. Cut into sub-stripes of fewer rows, each
+//! walked across the whole width before the next, the reads stay within what the prefetchers
+//! follow, at the price of shorter destination runs: whole lines when the destination starts
+//! on one, but split lines, completed a sub-stripe later, when it does not. So an emitter runs
+//! this form only for destinations on a line (x64: `x64/on_line.rs`).
+//!
+//! Only the order changes: an elementwise kernel whose store map gives every point its own
+//! element computes each point independently, so the result cannot change.
+
+use super::{IndexMap, LoopKernel, Node};
+
+impl LoopKernel {
+    /// The same kernel visiting its points with its innermost dim (extent `n`) cut into `n /
+    /// rows` sub-stripes of `rows`, the sub-stripe dim placed just outside the two innermost
+    /// dims' neighbour (`dims[rank - 3]`), so that dim 0 and with it the workgroups stay as
+    /// they are. `None` unless `self` is elementwise with a store that gives each point its
+    /// own element, has at least four dims, no index or gather nodes (their values depend on
+    /// the dims), no worker-scratch rows and no kept value, `rows` divides the innermost dim
+    /// into at least two sub-stripes, and the result validates.
+    pub(crate) fn sub_striped(&self, rows: u64) -> Option<LoopKernel> {
+        let rank = self.dims.len();
+        let last = rank.checked_sub(1)?;
+        let n = *self.dims.last()?;
+        let elementwise = self.reduction.is_none() && self.parallel_rank as usize == rank;
+        let plain = self.row_scratch.is_empty()
+            && self.keep.is_none()
+            && !self
+                .nodes
+                .iter()
+                .any(|n| matches!(n.node, Node::Index { .. } | Node::Gather { .. }));
+        let injective = !self.store.map.strides.contains(&0);
+        if !elementwise || !plain || !injective || rank < 4 || rows == 0 {
+            return None;
+        }
+        if !n.is_multiple_of(rows) || n / rows < 2 {
+            return None;
+        }
+        let at = rank - 3;
+        let split = |map: &IndexMap| -> Option<IndexMap> {
+            let mut strides = map.strides.clone();
+            let outer = strides[last].checked_mul(rows as i64)?;
+            strides.insert(at, outer);
+            Some(IndexMap {
+                offset: map.offset,
+                strides,
+            })
+        };
+        let mut k = self.clone();
+        k.name = format!("{}_sub", self.name);
+        for node in &mut k.nodes {
+            if let Node::Load { map, .. } = &mut node.node {
+                *map = split(map)?;
+            }
+        }
+        k.store.map = split(&self.store.map)?;
+        k.dims.insert(at, n / rows);
+        k.dims[last + 1] = rows;
+        k.parallel_rank += 1;
+        k.validate().ok()?;
+        Some(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use accy_ir::{DType, ReduceOp};
+
+    use crate::kernel::{run_kernel, LoopKernel, Node};
+    use crate::testing::kernels::{buffers_for, transpose_along_rows};
+
+    fn transpose(dtype: DType) -> LoopKernel {
+        transpose_along_rows(64, 256, dtype, 128)
+    }
+
+    fn results(k: &LoopKernel) -> Vec<Vec<u8>> {
+        let mut buffers = buffers_for(k, 5);
+        let mut views: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
+        run_kernel(k, &mut views).expect("runs");
+        buffers
+    }
+
+    #[test]
+    fn sub_stripes_visit_the_same_points_in_another_order() {
+        for dtype in [DType::F32, DType::F64, DType::I32] {
+            let k = transpose(dtype);
+            let rank = k.dims.len();
+            let last = k.dims[rank - 1];
+            let form = k.sub_striped(32).expect("a form");
+            let mut expected: Vec<u64> = k.dims.to_vec();
+            expected.insert(rank - 3, last / 32);
+            expected[rank] = 32;
+            assert_eq!(form.dims.to_vec(), expected, "{dtype}");
+            assert_eq!(form.dims[0], k.dims[0], "{dtype}: the workgroups stay");
+            assert_eq!(form.parallel_rank, k.parallel_rank + 1);
+            let stride = k.store.map.strides[rank - 1] * 32;
+            assert_eq!(form.store.map.strides[rank - 3], stride, "{dtype}");
+            assert_ne!(form, k);
+            assert_eq!(results(&form), results(&k), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn sub_stripes_are_refused_where_the_order_or_the_split_matters() {
+        let k = transpose(DType::F32);
+        let last = *k.dims.last().unwrap();
+        assert!(k.sub_striped(last).is_none(), "a single sub-stripe");
+        assert!(k.sub_striped(48).is_none(), "a split that leaves a rest");
+        assert!(k.sub_striped(0).is_none());
+        let mut reducing = k.clone();
+        reducing.parallel_rank -= 1;
+        reducing.reduction = Some(ReduceOp::Sum);
+        assert!(reducing.sub_striped(32).is_none(), "a reduction");
+        let mut indexed = k.clone();
+        indexed.nodes[0].node = Node::Index {
+            dim: Some(0),
+            scale: 1,
+            offset: 0,
+        };
+        assert!(indexed.sub_striped(32).is_none(), "an index node");
+        let mut collapsing = k.clone();
+        collapsing.store.map.strides[0] = 0;
+        assert!(
+            collapsing.sub_striped(32).is_none(),
+            "a store shared by points"
+        );
+        let flat = crate::testing::kernels::binary_2d(
+            [64, 64],
+            DType::F32,
+            (4096, 0, [1, 64]),
+            (64, 0, [0, 1]),
+            accy_ir::BinaryOp::Add,
+        );
+        assert!(flat.sub_striped(32).is_none(), "fewer than four dims");
+    }
+}
