@@ -95,7 +95,9 @@ pub(crate) fn vector_reduction(
 }
 
 /// Innermost runs shorter than this many elements keep ordinary stores even when the output
-/// streams: the extra vector that aligns each run would cost more than the stores save.
+/// streams: the extra vector that aligns each run would cost more than the stores save. (x64's
+/// sub-striped transposes stream shorter runs: they run only where every run starts on a
+/// line, so no run needs aligning.)
 pub(crate) const STREAM_MIN_RUN: u64 = 256;
 
 /// Whether `k` writes its result with non-temporal stores, which go to memory without first

@@ -4,15 +4,17 @@
 //! A transpose blocked along the source rows (`plan::blocking`) walks stripes of `run` source
 //! rows, each read a few lines of every row at a time across the whole width, and writes each
 //! destination row a run of `run` elements per block. Every row is a stream of reads; when a
-//! stripe holds more rows than the hardware prefetchers follow at once (Intel's L2 streamer
-//! tracks 32 pages), every line is a demand miss. Cut into sub-stripes of fewer rows, each
+//! stripe holds more rows than the hardware prefetchers follow at once, nearly every line is a
+//! demand miss. Cut into sub-stripes of fewer rows, each
 //! walked across the whole width before the next, the reads stay within what the prefetchers
-//! follow, at the price of shorter destination runs: whole lines when the destination starts
+//! follow (Intel's L2 streamer follows 32 streams), at the price of shorter destination runs: whole lines when the destination starts
 //! on one, but split lines, completed a sub-stripe later, when it does not. So an emitter runs
 //! this form only for destinations on a line (x64: `x64/on_line.rs`).
 //!
 //! Only the order changes: an elementwise kernel whose store map gives every point its own
-//! element computes each point independently, so the result cannot change.
+//! element and that never loads its store binding computes each point independently, so the
+//! result cannot change. [`LoopKernel::sub_striped`] checks both (the first by a sufficient
+//! condition on the store's strides).
 
 use super::{IndexMap, LoopKernel, Node};
 
@@ -21,7 +23,8 @@ impl LoopKernel {
     /// rows` sub-stripes of `rows`, the sub-stripe dim placed just outside the two innermost
     /// dims' neighbour (`dims[rank - 3]`), so that dim 0 and with it the workgroups stay as
     /// they are. `None` unless `self` is elementwise with a store that gives each point its
-    /// own element, has at least four dims, no index or gather nodes (their values depend on
+    /// own element ([`distinct_elements`]) and no load of the store binding, has at least four
+    /// dims, no index or gather nodes (their values depend on
     /// the dims), no worker-scratch rows and no kept value, `rows` divides the innermost dim
     /// into at least two sub-stripes, and the result validates.
     pub(crate) fn sub_striped(&self, rows: u64) -> Option<LoopKernel> {
@@ -35,7 +38,11 @@ impl LoopKernel {
                 .nodes
                 .iter()
                 .any(|n| matches!(n.node, Node::Index { .. } | Node::Gather { .. }));
-        let injective = !self.store.map.strides.contains(&0);
+        let injective = distinct_elements(&self.dims, &self.store.map.strides)
+            && !self.nodes.iter().any(|n| match &n.node {
+                Node::Load { binding, .. } => *binding == self.store.binding,
+                _ => false,
+            });
         if !elementwise || !plain || !injective || rank < 4 || rows == 0 {
             return None;
         }
@@ -66,6 +73,30 @@ impl LoopKernel {
         k.validate().ok()?;
         Some(k)
     }
+}
+
+/// Whether a map with `strides` over `dims` gives every point its own element, by a
+/// sufficient condition: taken by increasing size, each stride's magnitude exceeds the
+/// farthest the smaller ones reach together (as in any row-major or permuted layout).
+fn distinct_elements(dims: &[u64], strides: &[i64]) -> bool {
+    let mut by_size: Vec<(u64, u64)> = dims
+        .iter()
+        .zip(strides)
+        .filter(|(&n, _)| n > 1)
+        .map(|(&n, &s)| (s.unsigned_abs(), n))
+        .collect();
+    by_size.sort_unstable();
+    let mut reach: u64 = 0;
+    for (stride, n) in by_size {
+        if stride <= reach {
+            return false;
+        }
+        let Some(more) = stride.checked_mul(n - 1).and_then(|m| reach.checked_add(m)) else {
+            return false;
+        };
+        reach = more;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -113,22 +144,41 @@ mod tests {
         assert!(k.sub_striped(last).is_none(), "a single sub-stripe");
         assert!(k.sub_striped(48).is_none(), "a split that leaves a rest");
         assert!(k.sub_striped(0).is_none());
+        // A reduction over no dims is valid, and only its reduction refuses it.
         let mut reducing = k.clone();
-        reducing.parallel_rank -= 1;
         reducing.reduction = Some(ReduceOp::Sum);
+        reducing.validate().expect("valid");
         assert!(reducing.sub_striped(32).is_none(), "a reduction");
+        let rank = k.dims.len();
         let mut indexed = k.clone();
         indexed.nodes[0].node = Node::Index {
-            dim: Some(0),
+            dim: Some(rank as u32 - 1),
             scale: 1,
             offset: 0,
         };
+        indexed.validate().expect("valid");
         assert!(indexed.sub_striped(32).is_none(), "an index node");
         let mut collapsing = k.clone();
         collapsing.store.map.strides[0] = 0;
         assert!(
             collapsing.sub_striped(32).is_none(),
             "a store shared by points"
+        );
+        // The innermost stride as large as the dim outside it: points overlap, no zero.
+        let mut overlapping = k.clone();
+        overlapping.store.map.strides[rank - 2] = 1;
+        overlapping.validate().expect("valid");
+        assert!(
+            overlapping.sub_striped(32).is_none(),
+            "overlapping store elements"
+        );
+        let mut rereading = k.clone();
+        if let Node::Load { binding, .. } = &mut rereading.nodes[1].node {
+            *binding = rereading.store.binding;
+        }
+        assert!(
+            rereading.sub_striped(32).is_none(),
+            "a load of the store binding"
         );
         let flat = crate::testing::kernels::binary_2d(
             [64, 64],

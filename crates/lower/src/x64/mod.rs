@@ -4,8 +4,9 @@
 //! Files, in the order a later `aarch64/` directory mirrors them:
 //! - `mod.rs` (this file): tiers, their exact feature sets, the [`Target`] impl;
 //! - `asm.rs`: the assembler type, frame addressing and checked immediates;
-//! - `kernel.rs`: prologue and epilogue, workgroup split, the loop nest, index maps, stores
-//!   and reductions;
+//! - `kernel.rs`: prologue and epilogue, the loop nest, index maps, stores and reductions;
+//!   `prologue.rs`: the entry checks and the workgroup split; `on_line.rs`: a streaming
+//!   transpose's second function, in sub-stripes, for outputs on a 64-byte line;
 //! - `scalar.rs` and `convert.rs`: per-node scalar code (SSE2 for floats, general registers
 //!   for integers and bools) covering every node and dtype;
 //! - `vector.rs`, `vector_ops.rs` and `vector_reduce.rs`: the AVX2 path along the innermost
@@ -34,6 +35,7 @@ pub(crate) mod kernel;
 pub(crate) mod micro;
 mod on_line;
 mod pin;
+mod prologue;
 mod scalar;
 mod tile;
 mod vector;

@@ -1,6 +1,6 @@
 //! A streaming transpose's second visiting order, for destinations that start on a 64-byte
 //! line. The blocks the x64 target asks for (`transpose_block`: runs of 256 source rows,
-//! along the rows) write each destination row a run of 1 KiB per block, so a destination
+//! along the rows) write each destination row a run of 1 KiB (f32) per block, so a destination
 //! that starts off a line loses only the two ends of each run to split lines; but each
 //! stripe reads 256 rows at once, more streams than the hardware prefetchers follow, so
 //! nearly every source line is a demand miss. The same kernel in sub-stripes of
@@ -30,12 +30,15 @@ use super::kernel::{uses_non_temporal_stores, vector_plan};
 use super::X64Tier;
 use crate::kernel::LoopKernel;
 
-/// Source rows per sub-stripe: each row is a stream of reads, and Intel's L2 streamer tracks
-/// 32 of them (one per 4 KiB page).
+/// Source rows per sub-stripe: each row is a stream of reads within its 4 KiB pages, and
+/// Intel's L2 streamer follows 32 streams.
 const ROWS: u64 = 32;
 
-/// The sub-striped form of `k` when `k` streams its stores through tiles on `tier` with
-/// `caches` and runs longer than [`ROWS`] rows, and the form reads through tiles too.
+/// The sub-striped form of `k` ([`LoopKernel::sub_striped`] by [`ROWS`]: at least four dims,
+/// an innermost dim of at least two sub-stripes) when `k` streams its stores through tiles on
+/// `tier` with `caches`, and the form reads through tiles too and starts every run on a
+/// line when the store binding starts on one (its run, store offset and outer store strides
+/// whole lines).
 pub(crate) fn form(
     k: &LoopKernel,
     tier: X64Tier,

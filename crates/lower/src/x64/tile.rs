@@ -19,16 +19,17 @@
 //! 32-bit lanes: each 8×4 quarter of a fill is four 128-bit row pieces paired by lane (row q
 //! low, row q+4 high), then a 4×4 transpose within each 128-bit lane: 16 shuffles per 64
 //! elements. 64-bit lanes: each 4×2 piece is rows 0/2 and 1/3 paired by lane, then one unpack
-//! per column. Both use the scratch registers ymm0–ymm4 only, so vector values the plan keeps
-//! in ymm5–ymm15 across the loop survive.
+//! per column. Both use the scratch registers ymm0–ymm4 only (no vector value lives across a
+//! fill, which comes between the runs of the vector loop, but these fills never needed more).
 //!
 //! The AVX-512 tier reads tiles in zmm vectors (16 or 8 lanes, so a fill group is 16 or 8
-//! rows). For 32-bit lanes it loads each of the 16 rows' lines whole into zmm16–31 and
-//! transposes them in registers (`emit_zfill_group_32`): loaded a quarter at a time, 16 lines
-//! in one L1 set of 12 ways were evicted between their quarters. For 64-bit lanes, the ymm
-//! path's pieces, each register four 128-bit row pieces (rows r, r+2, r+4, r+6: 8 lines,
-//! within the ways), the same in-lane shuffles. Both give 64-byte columns. Each column is a whole line of the frame (the tiles start at the first 64-byte
-//! boundary of their slots), so the fill's stores and the loop's loads never split a line,
+//! rows). For 32-bit lanes it loads each of the 16 rows' 64 bytes in one instruction into
+//! zmm16–31 and transposes them in registers (`emit_zfill_group_32`): loaded a quarter at a
+//! time, 16 lines in one L1 set (8 to 12 ways on AVX-512 cores) were evicted between their
+//! quarters. For 64-bit lanes, the ymm path's pieces, each register four 128-bit row pieces
+//! (rows r, r+2, r+4, r+6: 8 lines), the same in-lane shuffles. Both give 64-byte columns.
+//! Each column is a whole line of the frame (the tiles start at the first 64-byte boundary
+//! of their slots), so the fill's stores and the loop's loads never split a line,
 //! and each store of the loop covers 64 bytes of the destination: a whole line when the
 //! address is on one (non-temporal when streaming; pieces, or an ordinary store, otherwise:
 //! `emit_tile_run_zstore`).
@@ -341,16 +342,16 @@ impl Emitter<'_> {
     }
 
     /// One group of 16 rows × 16 f32 columns at rcx into the 16 zmm columns at rdx. Each
-    /// row's line is loaded whole, once, into zmm16–zmm31: the 16 rows lie a power of two
-    /// apart, so they all fall into one set of the L1 cache, which holds fewer lines than
-    /// that (12 on recent Intel and AMD cores), and a fill that came back to a line for each
-    /// of its four quarters found it evicted by the other rows. Then a 16×16 transpose in
-    /// registers: pairs of rows interleaved by element (`vunpcklps`/`vunpckhps`, into
-    /// zmm0–15), then by pairs of elements (`vunpcklpd`/`vunpckhpd`, back into zmm16–31), so
-    /// that register `4j + c` holds, in 128-bit lane `L`, rows `4j..4j + 3` of column
-    /// `4L + c`; last, for each `c`, a 4×4 transpose of those lanes across registers
-    /// `c, 4 + c, 8 + c, 12 + c` (two rounds of `vshuff32x4`) gives columns `c, 4 + c, 8 + c,
-    /// 12 + c`. Between the runs of the vector loop that the fill serves no vector register
+    /// row's 64 bytes are loaded by one instruction into zmm16–zmm31 (one line, or two when
+    /// the rows start off a line): the 16 rows lie a power of two apart, so they all fall
+    /// into one set of the L1 cache, which holds fewer lines than that (8 to 12 ways on
+    /// AVX-512 cores), and a fill that came back to a line for each of its four quarters
+    /// found it evicted by the other rows. Then a 16×16 transpose in registers: pairs of rows
+    /// interleaved by element (`vunpcklps`/`vunpckhps`, into zmm0–15), then by pairs of
+    /// elements (`vunpcklpd`/`vunpckhpd`, back into zmm16–31), so that zmm`16 + 4j + c`
+    /// holds, in 128-bit lane `L`, rows `4j..4j + 3` of column `4L + c`; last, for each `c`,
+    /// a 4×4 transpose of those lanes across zmm`16 + c`, `20 + c`, `24 + c` and `28 + c` (two
+    /// rounds of `vshuff32x4`) gives columns `c`, `4 + c`, `8 + c` and `12 + c`. Between the runs of the vector loop that the fill serves no vector register
     /// holds a value (each run sets up its own, and zmm16–31 are caller-saved).
     fn emit_zfill_group_32(&mut self, row: impl Fn(i64, i64) -> i32) {
         const ROWS: u8 = 16;

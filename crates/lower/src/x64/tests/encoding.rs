@@ -480,3 +480,42 @@ fn evex_forms_decode_as_intended() {
         );
     }
 }
+
+/// The zmm forms of the AVX-512 f32 tile fill (`tile.rs`): whole-row loads into zmm16–31, the
+/// unpacks between the two register banks, and `vshuff32x4`'s operand order and immediate.
+#[test]
+fn zmm_tile_fill_forms_decode_as_intended() {
+    use crate::x64::evex_zmm::{zv, Zins, Zrm};
+    let cases = [
+        (
+            Zins::rrr(zv::SHUFF32X4, 4, 16, 29).imm(0x88),
+            "vshuff32x4 zmm4,zmm16,zmm29,0x88",
+        ),
+        (
+            Zins::rrr(zv::unpckl(false), 0, 30, 31),
+            "vunpcklps zmm0,zmm30,zmm31",
+        ),
+        (
+            Zins::rrr(zv::unpckh(true), 27, 9, 11),
+            "vunpckhpd zmm27,zmm9,zmm11",
+        ),
+        (
+            Zins::new(zv::load(false), 31, 0, Zrm::at(1, 0x3C000)),
+            "vmovups zmm31,[rcx+0x3C000]",
+        ),
+    ];
+    assert_zmm_forms(&cases);
+}
+
+/// Asserts that each of `cases` encodes to its listing; returns their bytes.
+pub(crate) fn assert_zmm_forms(cases: &[(crate::x64::evex_zmm::Zins, &str)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut expected = String::new();
+    for &(ins, text) in cases {
+        crate::x64::evex_zmm::emit(&mut bytes, ins);
+        expected.push_str(text);
+        expected.push('\n');
+    }
+    assert_eq!(disassemble(&bytes).expect("decodes"), expected);
+    bytes
+}
