@@ -4,12 +4,12 @@
 //! A transpose blocked along the source rows (`plan::blocking`) walks stripes of `run` source
 //! rows, each read a few lines of every row at a time across the whole width, and writes each
 //! destination row a run of `run` elements per block. Every row is a stream of reads; when a
-//! stripe holds more rows than the hardware prefetchers follow at once, nearly every line is a
-//! demand miss. Cut into sub-stripes of fewer rows, each
-//! walked across the whole width before the next, the reads stay within what the prefetchers
-//! follow (Intel's L2 streamer follows 32 streams), at the price of shorter destination runs: whole lines when the destination starts
-//! on one, but split lines, completed a sub-stripe later, when it does not. So an emitter runs
-//! this form only for destinations on a line (x64: `x64/on_line.rs`).
+//! stripe holds more rows than the hardware prefetchers follow at once (Intel's L2 streamer
+//! follows 32 streams), nearly every line is a demand miss. Cut into sub-stripes of fewer
+//! rows, each walked across the whole width before the next, the reads stay within what the
+//! prefetchers follow, at the price of shorter destination runs: whole lines when the
+//! destination starts on one, but split lines, completed a sub-stripe later, when it does
+//! not. So an emitter runs this form only for destinations on a line (x64: `x64/on_line.rs`).
 //!
 //! Only the order changes: an elementwise kernel whose store map gives every point its own
 //! element and that never loads its store binding computes each point independently, so the
@@ -20,13 +20,13 @@ use super::{IndexMap, LoopKernel, Node};
 
 impl LoopKernel {
     /// The same kernel visiting its points with its innermost dim (extent `n`) cut into `n /
-    /// rows` sub-stripes of `rows`, the sub-stripe dim placed just outside the two innermost
-    /// dims' neighbour (`dims[rank - 3]`), so that dim 0 and with it the workgroups stay as
-    /// they are. `None` unless `self` is elementwise with a store that gives each point its
-    /// own element ([`distinct_elements`]) and no load of the store binding, has at least four
-    /// dims, no index or gather nodes (their values depend on
-    /// the dims), no worker-scratch rows and no kept value, `rows` divides the innermost dim
-    /// into at least two sub-stripes, and the result validates.
+    /// rows` sub-stripes of `rows`, the new sub-stripe dim inserted at `rank - 3` (outside the
+    /// three innermost dims), so that dim 0, and with it the workgroups, stay as they are.
+    /// `None` unless `self` is elementwise, its store gives each point its own element
+    /// ([`distinct_elements`]) and no node loads the store binding, it has at least four dims,
+    /// no index or gather nodes (their values depend on the dims), no worker-scratch rows and
+    /// no kept value, `rows` cuts the innermost dim into at least two whole sub-stripes, and
+    /// the result validates.
     pub(crate) fn sub_striped(&self, rows: u64) -> Option<LoopKernel> {
         let rank = self.dims.len();
         let last = rank.checked_sub(1)?;

@@ -351,8 +351,9 @@ impl Emitter<'_> {
     /// elements (`vunpcklpd`/`vunpckhpd`, back into zmm16–31), so that zmm`16 + 4j + c`
     /// holds, in 128-bit lane `L`, rows `4j..4j + 3` of column `4L + c`; last, for each `c`,
     /// a 4×4 transpose of those lanes across zmm`16 + c`, `20 + c`, `24 + c` and `28 + c` (two
-    /// rounds of `vshuff32x4`) gives columns `c`, `4 + c`, `8 + c` and `12 + c`. Between the runs of the vector loop that the fill serves no vector register
-    /// holds a value (each run sets up its own, and zmm16–31 are caller-saved).
+    /// rounds of `vshuff32x4`) gives columns `c`, `4 + c`, `8 + c` and `12 + c`. It may take
+    /// every vector register: fills come between the runs of the vector loop, where none holds
+    /// a value (each run sets up its own, and zmm16–31 are caller-saved).
     fn emit_zfill_group_32(&mut self, row: impl Fn(i64, i64) -> i32) {
         const ROWS: u8 = 16;
         for r in 0..16u8 {
