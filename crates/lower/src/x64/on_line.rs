@@ -9,12 +9,13 @@
 //! address and jumps to the sub-striped function when it does: both functions take the same
 //! dispatch (dim 0, and so the workgroups, are the same), and each checks its state itself.
 //!
-//! Measured on a 4096² f32 transpose (Intel Xeon guest, AVX-512, `cargo xtask bench memory`
-//! with the sub-stripes forced, alternating): destination on a line, 1 thread, 256-row runs
-//! 8.7-9.1 ms against 5.8-5.9 ms in sub-stripes of 32 (16 rows: 7.6 ms; 64 rows: 11-12 ms,
-//! 128 rows: 10 ms), 2 threads 4.3-4.5 against 3.0-3.1 ms; destination 16 bytes past a line,
-//! 10.1-10.9 ms against 21-22 ms (non-temporal halves of lines completed a sub-stripe later)
-//! and 17-26 ms with ordinary stores there.
+//! Measured on a 4096² f32 transpose (Intel Xeon guest, AVX-512, runs of each length forced,
+//! alternating): `cargo xtask bench memory`, destination on a line, 1 thread, 256-row runs
+//! 8.7-9.1 ms against 5.8-5.9 ms in runs of 32 rows, 2 threads 4.3-4.5 against 3.0-3.1 ms;
+//! `accy bench` p50, 1 thread: 256 rows 9.7-10.0 ms, 128 rows 9.8-10.4 ms, 64 rows 11.9-13.8
+//! ms, 32 rows 6.0-6.1 ms, 16 rows 7.6 ms. Destination 16 bytes past a line (memory bench):
+//! 10.1-10.9 ms against 21-22 ms in runs of 32 rows (non-temporal halves of lines completed
+//! a sub-stripe later), and 17-26 ms with ordinary stores there.
 
 #[allow(
     unused_imports,
