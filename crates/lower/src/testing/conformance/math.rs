@@ -1,7 +1,8 @@
 //! The math expansions (`crate::math`) as every backend runs them: each expanded function,
 //! f32 and f64, on edge values, the thresholds each expansion switches at and a spread of
 //! ordinary values, compared bit for bit with the kernel interpreter running the same expanded
-//! kernel; and a fused chain around one (`tanh(x · 0.5 + 0.25) · 1.5`). Since the
+//! kernel; a fused chain around one (`tanh(x · 0.5 + 0.25) · 1.5`); and whole GELU programs
+//! through the planner against the program interpreter (`gelu.rs`). Since the
 //! interpreter's result is the expansion's exact arithmetic, this pins every backend's code
 //! for the nodes the expansions use (FMA, bit casts, integer shifts, compares, selects) to
 //! the one description whose accuracy `accy-accuracy` measures.
@@ -173,7 +174,7 @@ pub(super) fn math(s: &mut Conformance<'_>, _: u32) -> Result<(), String> {
     let y: Vec<u8> = ys.iter().flat_map(|v| v.to_le_bytes()).collect();
     let out = vec![0xAB; x.len()];
     s.check(&k, &[x, y, out], 3)?;
-    Ok(())
+    super::gelu::gelu(s)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod chains;
 mod compare;
 mod contraction;
 mod extremes;
+mod gelu;
 mod kept;
 mod loops;
 pub(crate) mod math;
