@@ -85,7 +85,6 @@ pub fn inspect(
 }
 
 /// What the target's code does with one kernel's stores, beyond the kernel's description.
-#[derive(Default)]
 struct StoreNotes {
     /// Whether it streams them (non-temporal stores).
     non_temporal: bool,

@@ -27,8 +27,9 @@ use accy_artifact::abi::{DispatchState, ABI_VERSION};
 use accy_artifact::Blocking;
 
 use super::asm::{x64, Asm};
-use super::kernel::{uses_non_temporal_stores, vector_plan};
+use super::kernel::vector_plan;
 use super::X64Tier;
+use crate::emit::check_shape;
 use crate::kernel::LoopKernel;
 
 /// Source rows per sub-stripe: each row is a stream of reads within its 4 KiB pages, and
@@ -46,12 +47,16 @@ pub(crate) fn form(
     reassociate: bool,
     caches: &Blocking,
 ) -> Option<LoopKernel> {
+    // The vector plan relies on a checked shape.
     let tiled = |k: &LoopKernel| {
-        let live = k.live_nodes();
-        vector_plan(k, &live, tier, reassociate).is_some_and(|p| p.tiles())
+        check_shape(k, tier.name()).is_ok() && {
+            let live = k.live_nodes();
+            vector_plan(k, &live, tier, reassociate).is_some_and(|p| p.tiles())
+        }
     };
-    // First: it checks the kernel's shape, which the vector plan relies on.
-    if !uses_non_temporal_stores(k, tier, reassociate, caches) || !tiled(k) {
+    // The cheap test first: every kernel of every compile asks, and few outputs stream. A
+    // tiled plan is a vector plan, so the two make `uses_non_temporal_stores`.
+    if !crate::streams_stores(k, caches) || !tiled(k) {
         return None;
     }
     let form = k.sub_striped(ROWS)?;
@@ -61,8 +66,7 @@ pub(crate) fn form(
             .iter()
             .chain([&form.store.map.offset])
             .all(|s| s % line == 0);
-    let shaped = crate::emit::check_shape(&form, tier.name()).is_ok();
-    (whole_lines && shaped && tiled(&form)).then_some(form)
+    (whole_lines && tiled(&form)).then_some(form)
 }
 
 /// At `k`'s entry, before its own prologue: a jump to `on_line` when the dispatch state is

@@ -100,23 +100,22 @@ pub(super) fn gelu(s: &mut Conformance<'_>) -> Result<(), String> {
             if kernels != 1 {
                 return Err(format!("{kernels} kernels, not one fused one\n{source}"));
             }
-            let (dims, bias) = ([ROWS as u64, COLS as u64], [COLS as u64]);
-            let (args, eps, tiny) = match dtype {
-                DType::F32 => {
-                    let f = |v: &[f64]| TensorData::F32(v.iter().map(|&v| v as f32).collect());
-                    let args = [Tensor::new(&dims, f(&x)), Tensor::new(&bias, f(&b))];
-                    (args, f64::from(f32::EPSILON), f64::from(f32::from_bits(1)))
-                }
-                _ => {
-                    let f = |v: &[f64]| TensorData::F64(v.to_vec());
-                    let args = [Tensor::new(&dims, f(&x)), Tensor::new(&bias, f(&b))];
-                    (args, f64::EPSILON, f64::from_bits(1))
-                }
+            let data = |v: &[f64]| match dtype {
+                DType::F32 => TensorData::F32(v.iter().map(|&v| v as f32).collect()),
+                _ => TensorData::F64(v.to_vec()),
             };
-            let args = args
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?;
+            let (eps, tiny) = match dtype {
+                DType::F32 => (f64::from(f32::EPSILON), f64::from(f32::from_bits(1))),
+                _ => (f64::EPSILON, f64::from_bits(1)),
+            };
+            let tensor = |dims: &[u64], v: &[f64]| Tensor::new(dims, data(v));
+            let args = [
+                tensor(&[ROWS as u64, COLS as u64], &x),
+                tensor(&[COLS as u64], &b),
+            ]
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
             let expected = interp::eval(&program, &args).map_err(|e| e.to_string())?;
             let actual = run_artifact(&compiled.artifact, &program, &args, s.runner)?;
             let values = |t: Option<&Tensor>| -> Vec<f64> {
