@@ -13,9 +13,10 @@
 //! from T; one block when k fits):
 //!     for each full row panel, then the partial one:
 //!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA)
-//!         for each column panel: rdi = B panel, r15 = its columns in T ; microkernel
-//!             (in the last block of a direct store, r10 = its columns in the output, where
-//!             the microkernel stores instead)
+//!         r13 = B's first panel, rbp = A's block, r15 = the first panel's columns in T (in
+//!             the last block of a direct store, r10 = its columns in the output, where the
+//!             microkernels store instead): computed once, stepped by a constant per panel
+//!         for each column panel: rdi = r13, rsi = rbp ; microkernel
 //!         after the last block, unless the store is direct: vzeroupper ; call the epilogue
 //!             kernel for (rows, cols) with bindings at the panel origin
 //! return its status, or KERNEL_OK
@@ -461,11 +462,13 @@ impl Gemm<'_> {
             ; mov QWORD [rsp + PANELS], rax
             ; mov QWORD [rsp + PANEL], 0
         );
-        let [top, check] = [(); 2].map(|_| self.ops.new_dynamic_label());
-        x64!(self.ops; jmp =>check ; =>top);
-        // rdi = B's panel: panelled, panel (n0 / nr + panel) of batch b; else element
-        // (b, 0, n0 + panel * nr).
-        match k.rhs.panels {
+        // Every address the loop needs is computed here, for panel 0, and stepped by a
+        // constant after each microkernel: r13 = B's panel (with the block's offset), r15 = its
+        // columns in the buffer, rbp = A's block, r10 = the output's columns (a direct
+        // store's last block). Computing them per panel (a division among them) put tens of
+        // cycles before every microkernel's first load.
+        // r13 = B's panel 0: panelled, panel n0 / nr of batch b; else element (b, 0, n0).
+        let b_step = match k.rhs.panels {
             Some(w) => {
                 let panel_bytes = i128::from(k.k as i64) * i128::from(w as i64) * size;
                 let panel_bytes = i64::try_from(panel_bytes)
@@ -473,38 +476,34 @@ impl Gemm<'_> {
                 self.element_address(13, k.rhs.binding, k.rhs.map.offset, [rs(0), 0, 0], None);
                 x64!(self.ops ; mov rax, QWORD [rsp + N0] ; xor edx, edx);
                 mov_imm(self.ops, gpr::RCX, w as i64);
-                x64!(self.ops; div rcx ; add rax, QWORD [rsp + PANEL]);
+                x64!(self.ops; div rcx);
                 mul_imm(self.ops, gpr::RAX, panel_bytes);
-                x64!(self.ops; add r13, rax ; mov rdi, r13);
+                x64!(self.ops; add r13, rax);
+                panel_bytes
             }
             None => {
                 self.element_address(13, k.rhs.binding, k.rhs.map.offset, [rs(0), 0, 0], None);
-                x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
-                mul_imm(self.ops, gpr::RAX, nr);
-                x64!(self.ops; add rax, QWORD [rsp + N0]);
-                mul_imm(
-                    self.ops,
-                    gpr::RAX,
-                    i64::try_from(rs(2) * size).unwrap_or(i64::MAX),
-                );
-                x64!(self.ops; lea rdi, [r13 + rax]);
+                let col_bytes = i64::try_from(rs(2) * size).unwrap_or(i64::MAX);
+                x64!(self.ops; mov rax, QWORD [rsp + N0]);
+                mul_imm(self.ops, gpr::RAX, col_bytes);
+                x64!(self.ops; add r13, rax);
+                i64::try_from(i128::from(col_bytes) * i128::from(nr))
+                    .map_err(|_| (self.bad)("a panel step of B beyond 64 bits".to_owned()))?
             }
-        }
-        // r15 = the panel's columns in the row panel's rows of the buffer; rsi = A.
-        x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
-        mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
-        x64!(self.ops; mov r15, QWORD [rsp + T_ROW] ; add r15, rax);
-        self.add_block_offset(7, bk, block);
+        };
+        self.add_block_offset(13, bk, block);
+        let t_step = (nr as i128 * size) as i32;
+        x64!(self.ops; mov r15, QWORD [rsp + T_ROW]);
         let (lda, ak) = match self.sched.pack_a {
             Some(pack) => {
                 let offset = self.disp(i128::from(pack.offset), "a packed block's offset")?;
-                x64!(self.ops; lea rsi, [r14 + offset]);
+                x64!(self.ops; lea rbp, [r14 + offset]);
                 let row = self.disp(i128::from(pack.row_bytes), "a packed row")?;
                 (row, size as i32)
             }
             None => {
-                x64!(self.ops; mov rsi, r12);
-                self.add_block_offset(6, ak, block);
+                x64!(self.ops; mov rbp, r12);
+                self.add_block_offset(5, ak, block);
                 (lda, ak)
             }
         };
@@ -523,17 +522,27 @@ impl Gemm<'_> {
             (Some(d), EpilogueCall::Always) => {
                 let s = d.strides.map(i128::from);
                 self.element_address(10, d.binding, d.offset, s, Some(M));
-                x64!(self.ops; mov rax, QWORD [rsp + PANEL]);
-                mul_imm(self.ops, gpr::RAX, (nr as i128 * size) as i64);
-                x64!(self.ops; add r10, rax);
                 // `direct_store` bounded a panel's rows to 32-bit displacements.
                 Some((10, self.disp(s[1] * size, "an output row")?))
             }
             _ => None,
         };
+        let [top, check] = [(); 2].map(|_| self.ops.new_dynamic_label());
+        x64!(self.ops; jmp =>check ; =>top ; mov rdi, r13 ; mov rsi, rbp);
         self.micro.emit(
             self.ops, rows, k_len, init, lda, ak, bk, t_row, prefetch_b, out,
         );
+        match i32::try_from(b_step) {
+            Ok(step) => x64!(self.ops; add r13, step),
+            Err(_) => {
+                mov_imm(self.ops, gpr::RAX, b_step);
+                x64!(self.ops; add r13, rax);
+            }
+        }
+        x64!(self.ops; add r15, t_step);
+        if out.is_some() {
+            x64!(self.ops; add r10, t_step);
+        }
         x64!(self.ops
             ; add QWORD [rsp + PANEL], 1
             ; =>check
