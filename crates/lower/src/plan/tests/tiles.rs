@@ -91,6 +91,37 @@ fn a_target_without_k_blocks_gets_all_of_k() {
     assert_eq!(a.tile_k, 96);
 }
 
+/// k stays one block when A's row panel alone fits half the L1 and B a few L2 caches, beyond
+/// the length at which A's and B's parts of a call fill it; a longer k, or the same k with a
+/// large B, is blocked.
+#[test]
+fn a_panel_that_fits_the_l1_keeps_k_whole_while_b_is_small() {
+    // A Zen 3 core's caches and AVX2 register tile: 32 KiB L1d, 512 KiB L2, 6 × 16.
+    let mut o = options(true).with_caches(Blocking {
+        l1d: 32 << 10,
+        l2: 512 << 10,
+        llc: 32 << 20,
+        ..Default::default()
+    });
+    o.micro_tiles = [(6, 16), (6, 8)];
+    // 6 × 512 floats are 12 KiB: one block (blocks of 176 would fill the half with B's part).
+    for (m, k, n) in [(512, 512, 512), (64, 512, 512), (2048, 512, 512)] {
+        let c = contraction(&dot(m, k, n), &o);
+        assert_eq!(c.tile_k, k, "{c:?}");
+    }
+    // 6 × 1024 floats are 24 KiB: blocked.
+    let c = contraction(&dot(1024, 1024, 1024), &o);
+    assert_eq!(c.tile_k, 176, "{c:?}");
+    // B of 6 MiB, re-read by every row tile of one block: blocked.
+    let c = contraction(&dot(128, 512, 3072), &o);
+    assert_eq!(c.tile_k, 176, "{c:?}");
+    assert!(c.tile_m >= 128, "{c:?}");
+    // f64 halves the k that fits: 6 × 512 doubles are 24 KiB.
+    let f64_dot = dot(512, 512, 512).replace("f32", "f64");
+    let c = contraction(&f64_dot, &o);
+    assert!(c.tile_k < 512, "{c:?}");
+}
+
 /// Tiny caches force several blocks of k and tiles of several row and column panels: the
 /// plan still computes what the interpreter does.
 #[test]
