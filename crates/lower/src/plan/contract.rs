@@ -447,10 +447,12 @@ impl<'p> Planner<'p> {
     /// in the L1 (B's panels stream past it, each read once per call), and a block of k as long
     /// as k saves the partial sums' round trips through the tile buffer, while the row tiles
     /// that re-read B (the grid of one block is split along m) find it in the caches. Paired
-    /// runs on a Zen 3 core (AVX2, 32 KiB L1, 512 KiB L2), one k block against blocks of 176:
-    /// 256³ 2.7%, 512³ 1.8%, 64×512×512 7.3%, 1024×512×1024 2.1% and 2048×512×512 4.2%
-    /// faster; 512×256×4096 (B 4 MiB) no different and 128×512×3072 (B 6 MiB, re-read by
-    /// three row tiles where blocks of k had one) 4.5% slower, hence the bound on B.
+    /// runs on a Zen 3 core (AVX2, 32 KiB L1, 512 KiB L2), one k block against the blocks the
+    /// first rule gives (128 at k = 256, 176 at k = 512): 256³ 2.7%, 512³ 1.8%, 64×512×512
+    /// 7.3%, 1024×512×1024 2.1% and 2048×512×512 4.2% faster; without a bound on B,
+    /// 512×256×4096 (B 4 MiB) no different and 128×512×3072 (B 6 MiB, re-read by three row
+    /// tiles where blocks of k had one) 4.5% slower — the bound keeps both blocked. The caches
+    /// are a logical CPU's share (`Blocking`), so with SMT the rule applies up to half the k.
     fn tile_k(&self, dtype: DType, [n, k]: [u64; 2], (mr, nr): (u64, u64)) -> u64 {
         if !self.options.blocks_k {
             return k.max(1);

@@ -333,7 +333,8 @@ impl Gemm<'_> {
         Ok(())
     }
 
-    /// `rsi` += the byte offset of `block` along k for a step of `step` bytes (rax clobbered).
+    /// Register `reg` += the byte offset of `block` along k for a step of `step` bytes (rax
+    /// clobbered).
     fn add_block_offset(&mut self, reg: u8, step: i32, block: KBlock) {
         let bytes = i64::try_from(i128::from(step) * i128::from(self.k.tile_k)).unwrap_or(i64::MAX);
         match block {
