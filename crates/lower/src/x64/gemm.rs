@@ -533,13 +533,7 @@ impl Gemm<'_> {
         self.micro.emit(
             self.ops, rows, k_len, init, lda, ak, bk, t_row, prefetch_b, out,
         );
-        match i32::try_from(b_step) {
-            Ok(step) => x64!(self.ops; add r13, step),
-            Err(_) => {
-                mov_imm(self.ops, gpr::RAX, b_step);
-                x64!(self.ops; add r13, rax);
-            }
-        }
+        add_imm(self.ops, 13, b_step);
         x64!(self.ops; add r15, t_step);
         if out.is_some() {
             x64!(self.ops; add r10, t_step);
