@@ -493,7 +493,15 @@ impl Gemm<'_> {
         // tile_k steps ahead, so that the next block's first row panel finds it in the L2
         // cache. A tile of one row panel (a few rows: 1x768x3072) streams each block of B
         // once, and the prefetches only add to its memory instructions: 10% slower with them.
-        let prefetch_b = (epilogue != EpilogueCall::Always && self.sched.t_rows > self.sched.mr)
+        // Only on the AVX-512 tier, where it was measured to help (an AVX-512 EPYC: the first
+        // row panel of each block waited on B for 22% of a 2048³ product without it). On a
+        // Zen 3 core the hardware prefetchers bring B's contiguous panels in time and the
+        // prefetches only cost: paired runs, 1 thread, without them AVX2 2048³ 2.8-3.5%,
+        // 128×768×3072 2.8%, 64×784×512 1.9%, 512×1024×512 1.2% faster, 1024³ 0-0.5%; SSE2
+        // 1024³ 2.1%, 128×768×3072 1% faster.
+        let prefetch_b = (self.tier == X64Tier::Avx512
+            && epilogue != EpilogueCall::Always
+            && self.sched.t_rows > self.sched.mr)
             .then(|| i32::try_from(i128::from(bk) * i128::from(k.tile_k)).ok())
             .flatten();
         // The last block of a direct store writes the output at (b, m, n0 + panel · nr):
