@@ -57,6 +57,7 @@ mod buffers;
 mod chain;
 mod coalesce;
 mod contract;
+mod contract_tiles;
 mod expr;
 mod facts;
 mod fuse;

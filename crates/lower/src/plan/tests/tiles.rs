@@ -5,7 +5,7 @@ use super::planned_with;
 use crate::compile::Options;
 use crate::emit::contraction::{k_passes, schedule, EpilogueCall, Init, KBlock, Pass};
 use crate::kernel::{ContractionKernel, Kernel};
-use crate::plan::contract::K_OUTER_MIN_TILES;
+use crate::plan::contract_tiles::K_OUTER_MIN_TILES;
 use crate::plan::plan_with;
 use accy_artifact::Blocking;
 use accy_ir::text;
@@ -31,6 +31,18 @@ fn options(blocks_k: bool) -> Options {
     });
     o.micro_tiles = [(14, 32), (14, 16)];
     o.blocks_k = blocks_k;
+    o
+}
+
+/// Options like a Zen 3 core's: 6 × 16 register tiles (AVX2), 32 KiB L1d, 512 KiB L2.
+fn zen3(blocks_k: bool) -> Options {
+    let mut o = options(blocks_k).with_caches(Blocking {
+        l1d: 32 << 10,
+        l2: 512 << 10,
+        llc: 32 << 20,
+        ..Default::default()
+    });
+    o.micro_tiles = [(6, 16), (6, 8)];
     o
 }
 
@@ -99,14 +111,7 @@ fn a_target_without_k_blocks_gets_all_of_k() {
 /// large B, is blocked.
 #[test]
 fn a_panel_that_fits_the_l1_keeps_k_whole_while_b_is_small() {
-    // A Zen 3 core's caches and AVX2 register tile: 32 KiB L1d, 512 KiB L2, 6 × 16.
-    let mut o = options(true).with_caches(Blocking {
-        l1d: 32 << 10,
-        l2: 512 << 10,
-        llc: 32 << 20,
-        ..Default::default()
-    });
-    o.micro_tiles = [(6, 16), (6, 8)];
+    let o = zen3(true);
     // 6 × 512 floats are 12 KiB: one block (blocks of 176 would fill the half with B's part).
     for (m, k, n) in [(512, 512, 512), (64, 512, 512), (2048, 512, 512)] {
         let c = contraction(&dot(m, k, n), &o);
@@ -123,6 +128,27 @@ fn a_panel_that_fits_the_l1_keeps_k_whole_while_b_is_small() {
     let f64_dot = dot(512, 512, 512).replace("f32", "f64");
     let c = contraction(&f64_dot, &o);
     assert!(c.tile_k < 512, "{c:?}");
+}
+
+/// With k in one block on a target that blocks k, a tile's columns may read up to two L2
+/// caches of B (wider than the half L2 of targets that do not), while a small product keeps
+/// the tiles the half-L2 rule gives it, up to `K_OUTER_MIN_TILES`.
+#[test]
+fn one_block_tiles_are_wide_but_keep_small_products_split() {
+    let (o, l2) = (zen3(true), 512 << 10);
+    for (m, k, n) in [(512, 512, 512), (1024, 512, 1024)] {
+        let c = contraction(&dot(m, k, n), &o);
+        assert_eq!(c.tile_k, k, "{c:?}");
+        let b_bytes = c.tile_n * k * 4;
+        assert!(b_bytes > l2 / 2 && b_bytes <= 2 * l2, "{c:?}");
+        assert!(c.workgroups() >= K_OUTER_MIN_TILES, "{c:?}");
+    }
+    // A target without k blocks keeps B's block within half the L2.
+    let c = contraction(&dot(512, 512, 512), &zen3(false));
+    assert!(c.tile_n * 512 * 4 <= l2 / 2, "{c:?}");
+    // examples/mlp.accy's second layer: four tiles of 128 columns, as the half-L2 rule gives.
+    let c = contraction(&dot(1, 512, 512), &o);
+    assert_eq!((c.tile_n, c.workgroups()), (128, 4), "{c:?}");
 }
 
 /// Tiny caches force several blocks of k and tiles of several row and column panels: the
@@ -146,7 +172,7 @@ fn blocked_k_plans_compute_the_same() {
 /// tile count would find them.
 #[test]
 fn shares_are_the_distinct_equal_splits() {
-    use crate::plan::contract::shares;
+    use crate::plan::contract_tiles::shares;
     for panels in 1..300u64 {
         for most in [1, 2, 7, 40, 1000] {
             let mut all: Vec<u64> = (1..=panels)
