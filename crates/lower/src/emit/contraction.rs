@@ -42,10 +42,10 @@
 //! whose bindings point at the panel's origin in each buffer ([`Reloc`]). So every node an
 //! epilogue may hold runs on every tier, scalar or vector, exactly as in a loop kernel. The
 //! accumulators reach it through `T` in the worker's scratch (one row panel, a few KiB that
-//! stay in L1, or with k in blocks the tile, up to half the L2); the output is written
-//! once, by the epilogue. Where the epilogue is the sum alone and the output takes whole column
-//! panels row-major, a backend may instead have the last block's microkernels store into the
-//! output directly ([`DirectStore`]; both backends do): no epilogue kernels, no calls, the
+//! stay in L1 unless k is short and n long, or with k in blocks the tile, up to half the L2);
+//! the output is written once, by the epilogue. Where the epilogue is the sum alone and the
+//! output takes whole column panels row-major, a backend may instead have the last block's
+//! microkernels store into the output directly ([`DirectStore`]; both backends do): no epilogue kernels, no calls, the
 //! same bits.
 
 use accy_artifact::Access;

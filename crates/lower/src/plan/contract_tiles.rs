@@ -19,6 +19,7 @@ pub(crate) const ONE_BLOCK_TILE_B_L2S: u64 = 2;
 /// The fewest workgroups a contraction whose k is blocked is split into when its work allows
 /// ([`TILE_FLOPS`] each): enough to share among a few threads with a thread that loses its
 /// core holding up one tile of many; its tiles are otherwise as large as the caches allow.
+/// Also the most tiles a one-block contraction's wide tiles keep of the narrow grid's (`tile`).
 pub(crate) const K_OUTER_MIN_TILES: u64 = 16;
 
 /// How many L2 caches' worth one batch's right operand may take for a contraction whose row
@@ -146,7 +147,10 @@ impl Planner<'_> {
     /// paired runs on a Zen 3 core (AVX2, 512 KiB L2), 1 thread, against blocks within half
     /// the L2: 512³ 0.5-5.2% (three runs), 1024×512×1024 3.5-4.6% (two), 2048×512×512
     /// 0.3-1.7%, 64×512×512 0.2-0.9% faster, 256³ and 512×256×4096 no different; up to twice
-    /// as wide again, no different. A wide
+    /// as wide again, no different. The wide columns stop where a row panel's partial sums
+    /// (`mr × tile_n`, the buffer T an epilogue reads) would outgrow half the L1, which only a
+    /// short k reaches (1024×64×4096 would otherwise get tiles 2048 wide; it keeps the half-L2
+    /// rule's 1024). A wide
     /// grid never has fewer tiles than the narrow one, up to [`K_OUTER_MIN_TILES`]: a small
     /// product (examples/mlp.accy's 1×512×512) keeps the split among threads that the narrow
     /// tiles gave it (with one wide tile its 2-thread latency went from 30 to 39 µs).
@@ -176,7 +180,13 @@ impl Planner<'_> {
         if !self.options.blocks_k {
             return narrow;
         }
-        let (tile_m, tile_n) = grid(l2.saturating_mul(ONE_BLOCK_TILE_B_L2S));
+        // The wide rule never widens a row panel's partial sums (`mr × tile_n`, the buffer an
+        // epilogue reads) past half the L1, nor narrows the tile below the half-L2 rule's.
+        let t_cols = self.options.caches.l1d / 2 / (mr * size).max(1);
+        let b_bytes = t_cols
+            .saturating_mul(k.max(1) * size)
+            .clamp(l2 / 2, l2.saturating_mul(ONE_BLOCK_TILE_B_L2S).max(l2 / 2));
+        let (tile_m, tile_n) = grid(b_bytes);
         let floor = count(narrow).min(K_OUTER_MIN_TILES);
         (tile_m, narrowed([batch, m, n], tile_m, tile_n, nr, floor))
     }

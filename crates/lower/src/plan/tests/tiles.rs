@@ -131,7 +131,8 @@ fn a_panel_that_fits_the_l1_keeps_k_whole_while_b_is_small() {
 }
 
 /// With k in one block on a target that blocks k, a tile's columns may read up to two L2
-/// caches of B (wider than the half L2 of targets that do not), while a small product keeps
+/// caches of B (wider than the half L2 of targets that do not) while a row panel's partial
+/// sums fit half the L1, and a small product keeps
 /// the tiles the half-L2 rule gives it, up to `K_OUTER_MIN_TILES`.
 #[test]
 fn one_block_tiles_are_wide_but_keep_small_products_split() {
@@ -143,6 +144,11 @@ fn one_block_tiles_are_wide_but_keep_small_products_split() {
         assert!(b_bytes > l2 / 2 && b_bytes <= 2 * l2, "{c:?}");
         assert!(c.workgroups() >= K_OUTER_MIN_TILES, "{c:?}");
     }
+    // A short k: no wider than the half-L2 rule, whose row panel of partial sums already
+    // passes half the L1 (the wide rule alone gave 2048 columns).
+    let short = dot(1024, 64, 4096);
+    let (c, narrow) = (contraction(&short, &o), contraction(&short, &zen3(false)));
+    assert_eq!(c.tile_n, narrow.tile_n, "{c:?}");
     // A target without k blocks keeps B's block within half the L2.
     let c = contraction(&dot(512, 512, 512), &zen3(false));
     assert!(c.tile_n * 512 * 4 <= l2 / 2, "{c:?}");
