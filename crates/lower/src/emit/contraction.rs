@@ -45,8 +45,8 @@
 //! stay in L1 unless k is short and n long, or with k in blocks the tile, up to half the L2);
 //! the output is written once, by the epilogue. Where the epilogue is the sum alone and the
 //! output takes whole column panels row-major, a backend may instead have the last block's
-//! microkernels store into the output directly ([`DirectStore`]; both backends do): no epilogue kernels, no calls, the
-//! same bits.
+//! microkernels store into the output directly ([`DirectStore`]; both backends do): no
+//! epilogue kernels, no calls, the same bits.
 
 use accy_artifact::Access;
 use accy_ir::DType;

@@ -78,9 +78,9 @@ impl Planner<'_> {
     /// then written to the worker's scratch: counted twice) and reads its columns of B
     /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + w · tile_n) / (tile_m ·
     /// tile_n)`, `w` 1, or ¼ while all of B fits half the L2 (B read again by every row tile
-    /// then costs little): square-ish tiles, a little wider than tall. (Splitting the rows first, as this did
-    /// before, gave 128×768×3072 tiles of 28×768 whose B was read from memory by five row
-    /// tiles, each reusing it twice.)
+    /// then costs little): square-ish tiles, a little wider than tall. (Splitting the rows
+    /// first, as this did before, gave 128×768×3072 tiles of 28×768 whose B was read from
+    /// memory by five row tiles, each reusing it twice.)
     pub(super) fn k_outer_tile(
         &self,
         dtype: DType,
