@@ -105,11 +105,7 @@ impl Planner<'_> {
             .saturating_mul(k)
             .saturating_mul(n)
             .saturating_mul(size);
-        let b_weight = if b_bytes <= self.options.caches.l2 / 2 {
-            0.25
-        } else {
-            1.0
-        };
+        let b_weight = if b_bytes <= half_l2 { 0.25 } else { 1.0 };
         // (enough tiles, tiles when not enough, cost) ordered best first.
         let mut best = (mr, nr);
         let mut best_key: Option<(bool, u64, f64)> = None;
