@@ -12,10 +12,11 @@
 //! Nodes only ever refer to nodes created before them, so ascending id order is a topological
 //! order: every walk here is iterative (no recursion depth proportional to program size).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use accy_artifact::Access;
 use accy_ir::DType;
+use smallvec::{smallvec, SmallVec};
 
 use super::views::PointMap;
 use crate::error::CompileError;
@@ -24,6 +25,10 @@ use crate::kernel::{KernelBinding, KernelNode, Node, NodeId};
 /// The most nodes an expression shared by several consumers may have and still be recomputed
 /// by each ([`Exprs::is_recomputable`]).
 pub(crate) const RECOMPUTE_NODES: usize = 8;
+
+/// The most nodes [`Exprs::reachable`] marks by scanning the ones it has found before it
+/// switches to a hash set.
+const LINEAR_MARKS: usize = 32;
 
 /// Index of an expression node in [`Exprs`].
 pub(crate) type ExprId = u32;
@@ -111,8 +116,11 @@ impl Exprs {
     /// Every node reachable from `root` (itself included), in ascending (topological) order.
     fn reachable(&self, root: ExprId) -> Result<Vec<ExprId>, CompileError> {
         let mut seen = vec![root];
-        let mut stack = vec![root];
-        let mut marked: HashSet<ExprId> = HashSet::from([root]);
+        let mut stack: SmallVec<[ExprId; 16]> = smallvec![root];
+        // The planner asks this of small expressions thousands of times per compile: up to
+        // `LINEAR_MARKS` nodes a scan of `seen` is cheaper than hashing, and a larger
+        // expression switches to a set so the walk stays linear in its size.
+        let mut marked: Option<HashSet<ExprId>> = None;
         while let Some(id) = stack.pop() {
             for op in self.get(id)?.kind.operands() {
                 if op >= id {
@@ -120,9 +128,16 @@ impl Exprs {
                         "expression {id} reads the later expression {op}"
                     )));
                 }
-                if marked.insert(op) {
+                let new = match &mut marked {
+                    Some(set) => set.insert(op),
+                    None => !seen.contains(&op),
+                };
+                if new {
                     seen.push(op);
                     stack.push(op);
+                    if marked.is_none() && seen.len() > LINEAR_MARKS {
+                        marked = Some(seen.iter().copied().collect());
+                    }
                 }
             }
         }
@@ -225,13 +240,20 @@ impl Exprs {
     /// the point map is pushed into every load, gather and iota. Shared subexpressions stay
     /// shared.
     pub(crate) fn remap(&mut self, root: ExprId, pm: &PointMap) -> Result<ExprId, CompileError> {
-        let mut memo: HashMap<ExprId, ExprId> = HashMap::new();
-        for id in self.reachable(root)? {
+        let nodes = self.reachable(root)?;
+        // `memo[i]` is the new node for `nodes[i]`; `nodes` is sorted, so a lookup is a
+        // binary search.
+        let mut memo: Vec<ExprId> = Vec::with_capacity(nodes.len());
+        for &id in &nodes {
             let e = self.get(id)?.clone();
             let m = |x: ExprId| {
-                memo.get(&x).copied().ok_or_else(|| {
-                    CompileError::internal(format!("expression {x} was not remapped"))
-                })
+                nodes
+                    .binary_search(&x)
+                    .ok()
+                    .and_then(|i| memo.get(i).copied())
+                    .ok_or_else(|| {
+                        CompileError::internal(format!("expression {x} was not remapped"))
+                    })
             };
             let mut kind = e.kind.map_operands(m)?;
             // A remapped node does its original instruction's work; a view remapped is the
@@ -252,9 +274,10 @@ impl Exprs {
             if let Some(o) = self.origin.last_mut() {
                 *o = origin;
             }
-            memo.insert(id, new);
+            memo.push(new);
         }
-        memo.get(&root)
+        // `root` is the largest reachable id, so its new node is the last.
+        memo.last()
             .copied()
             .ok_or_else(|| CompileError::internal("remapped root missing"))
     }
@@ -263,20 +286,26 @@ impl Exprs {
     /// subexpressions are computed once per point), and one read binding per distinct buffer,
     /// numbered in order of first use.
     pub(crate) fn body(&self, root: ExprId) -> Result<Body, CompileError> {
-        let mut ids: HashMap<ExprId, NodeId> = HashMap::new();
+        let exprs = self.reachable(root)?;
         let mut reads: Vec<BufId> = Vec::new();
-        let mut nodes: Vec<KernelNode> = Vec::new();
+        let mut nodes: Vec<KernelNode> = Vec::with_capacity(exprs.len());
         let mut sources: Vec<u32> = Vec::new();
         let mut at_most_zero: Vec<NodeId> = Vec::new();
-        for id in self.reachable(root)? {
+        for &id in &exprs {
             if let Some(&Some(o)) = self.origin.get(id as usize) {
                 sources.push(o);
             }
             let e = self.get(id)?;
+            // Kernel node `i` computes `exprs[i]`, and `exprs` is sorted.
             let n = |x: ExprId| {
-                ids.get(&x).copied().ok_or_else(|| {
-                    CompileError::internal(format!("expression {x} has no kernel node"))
-                })
+                exprs
+                    .binary_search(&x)
+                    .ok()
+                    .filter(|&i| i < nodes.len())
+                    .and_then(|i| NodeId::try_from(i).ok())
+                    .ok_or_else(|| {
+                        CompileError::internal(format!("expression {x} has no kernel node"))
+                    })
             };
             let mut binding = |buf: BufId| -> Result<u32, CompileError> {
                 let at = match reads.iter().position(|&b| b == buf) {
@@ -298,14 +327,15 @@ impl Exprs {
                 node,
                 dtype: e.dtype,
             });
-            ids.insert(id, node_id);
             if self.at_most_zero.contains(&id) {
                 at_most_zero.push(node_id);
             }
         }
-        let result = ids
-            .get(&root)
-            .copied()
+        // `root` is the largest reachable id, so its node is the last.
+        let result = nodes
+            .len()
+            .checked_sub(1)
+            .and_then(|last| NodeId::try_from(last).ok())
             .ok_or_else(|| CompileError::internal("kernel root missing"))?;
         sources.sort_unstable();
         sources.dedup();
