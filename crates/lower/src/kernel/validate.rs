@@ -103,7 +103,7 @@ impl<'k> Checker<'k> {
         self.nodes
             .get(operand as usize)
             .map(|n| n.dtype)
-            .ok_or(KernelError::BadOperand {
+            .ok_or_else(|| KernelError::BadOperand {
                 kernel: self.name(),
                 node,
                 operand,
@@ -122,7 +122,7 @@ impl<'k> Checker<'k> {
         let b = self
             .bindings
             .get(binding as usize)
-            .ok_or(KernelError::UnknownBinding {
+            .ok_or_else(|| KernelError::UnknownBinding {
                 kernel: self.name(),
                 site,
                 binding,
@@ -373,7 +373,7 @@ impl<'k> Checker<'k> {
         self.nodes
             .get(result as usize)
             .map(|r| r.dtype)
-            .ok_or(KernelError::BadResult {
+            .ok_or_else(|| KernelError::BadResult {
                 kernel: self.name(),
                 result,
                 count: self.nodes.len(),

@@ -119,7 +119,7 @@ fn renumbered(name: &str, new_id: &[NodeId], id: NodeId) -> Result<NodeId, Kerne
     new_id
         .get(id as usize)
         .copied()
-        .ok_or(KernelError::BadResult {
+        .ok_or_else(|| KernelError::BadResult {
             kernel: name.to_owned(),
             result: id,
             count: new_id.len(),
