@@ -207,17 +207,11 @@ pub fn compile_detailed(
         crate::math::expand(&mut lowered.kernels, options.scale_b)?;
     }
     let code = target.emit(&lowered.kernels, &options)?;
-    let kernels = lowered.kernels.clone();
-    let sources = lowered.sources.clone();
-    let mut artifact = lowered.into_artifact(target.spec(), code)?;
-    artifact.blocking = options.caches;
-    artifact.flush_subnormals = options.flush_subnormals;
-    artifact.validate()?;
-    Ok(Compilation {
-        artifact,
-        kernels,
-        sources,
-    })
+    let mut compiled = lowered.into_compilation(target.spec(), code)?;
+    compiled.artifact.blocking = options.caches;
+    compiled.artifact.flush_subnormals = options.flush_subnormals;
+    compiled.artifact.validate()?;
+    Ok(compiled)
 }
 
 impl LoweredProgram {
@@ -228,6 +222,17 @@ impl LoweredProgram {
         target: TargetSpec,
         code: EmittedCode,
     ) -> Result<Artifact, CompileError> {
+        self.into_compilation(target, code).map(|c| c.artifact)
+    }
+
+    /// [`LoweredProgram::into_artifact`] (not validated yet), with the kernels and each
+    /// kernel's source instructions moved beside it rather than copied (a copy was a deep copy
+    /// of every kernel, made on each compile and dropped by [`compile`]).
+    fn into_compilation(
+        self,
+        target: TargetSpec,
+        code: EmittedCode,
+    ) -> Result<Compilation, CompileError> {
         if code.entries.len() != self.kernels.len() {
             return Err(CompileError::internal(format!(
                 "the backend emitted {} entries for {} kernels",
@@ -246,6 +251,10 @@ impl LoweredProgram {
         artifact.launch = LaunchPlan {
             commands: self.commands,
         };
-        Ok(artifact)
+        Ok(Compilation {
+            artifact,
+            kernels: self.kernels,
+            sources: self.sources,
+        })
     }
 }
