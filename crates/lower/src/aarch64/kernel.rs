@@ -45,7 +45,7 @@ use super::asm::{
 };
 use super::vector::{self, VectorPlan};
 use super::NAME;
-use crate::emit::frame::{Layout, MapRef};
+use crate::emit::frame::{Layout, MapRef, Maps};
 use crate::emit::{check_shape, identity_bits};
 use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
@@ -85,7 +85,7 @@ pub(crate) fn emit_kernel(
     e.emit_function()
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     /// An [`EmitError::Unsupported`] for this kernel.
     pub(crate) fn unsupported(&self, what: impl Into<String>) -> EmitError {
         EmitError::Unsupported {
@@ -114,7 +114,7 @@ impl Emitter<'_> {
     }
 
     /// Every map the loops maintain (see [`Layout::maps`]).
-    fn maps(&self) -> Vec<MapRef<'_>> {
+    fn maps(&self) -> Maps<'a> {
         self.lay.maps(self.k, &self.live)
     }
 

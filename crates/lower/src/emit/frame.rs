@@ -10,6 +10,8 @@
 
 use accy_artifact::abi::MAX_KERNEL_STACK;
 
+use smallvec::SmallVec;
+
 use crate::kernel::{IndexMap, LoopKernel, Node};
 use crate::target::EmitError;
 
@@ -185,6 +187,10 @@ pub(crate) struct MapRef<'a> {
     pub(crate) parallel_only: bool,
 }
 
+/// The maps of one kernel ([`Layout::maps`]): emitters ask for them at every loop level, and
+/// a kernel seldom has more than eight, so they live on the stack.
+pub(crate) type Maps<'k> = SmallVec<[MapRef<'k>; 8]>;
+
 impl MapRef<'_> {
     /// The stride along dim `d` (0 beyond a store map's parallel dims).
     pub(crate) fn stride(&self, d: usize, parallel_rank: u32) -> i64 {
@@ -199,8 +205,8 @@ impl MapRef<'_> {
 impl Layout {
     /// Every map the loops maintain, each slot once: the live loads' and gathers', the kept
     /// value's, then the store's.
-    pub(crate) fn maps<'k>(&self, k: &'k LoopKernel, live: &[bool]) -> Vec<MapRef<'k>> {
-        let mut maps: Vec<MapRef<'k>> = Vec::new();
+    pub(crate) fn maps<'k>(&self, k: &'k LoopKernel, live: &[bool]) -> Maps<'k> {
+        let mut maps = Maps::new();
         for (i, n) in k.nodes.iter().enumerate() {
             if !live.get(i).copied().unwrap_or(false) {
                 continue;

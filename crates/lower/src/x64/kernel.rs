@@ -49,7 +49,7 @@ use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi};
 use super::asm::{gpr, mov_imm, mul_imm, x64, Asm};
 use super::vector::{self, VectorPlan};
 use super::X64Tier;
-use crate::emit::frame::{Layout, MapRef};
+use crate::emit::frame::{Layout, MapRef, Maps};
 use crate::emit::{check_shape, identity_bits};
 use crate::kernel::{LoopKernel, Node, NodeId};
 use crate::target::EmitError;
@@ -174,7 +174,7 @@ pub(crate) fn uses_non_temporal_stores(
     )
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     /// An [`EmitError::Unsupported`] for this kernel.
     pub(crate) fn unsupported(&self, what: impl Into<String>) -> EmitError {
         EmitError::Unsupported {
@@ -203,7 +203,7 @@ impl Emitter<'_> {
     }
 
     /// Every map the loops maintain (see [`Layout::maps`]).
-    pub(crate) fn maps(&self) -> Vec<MapRef<'_>> {
+    pub(crate) fn maps(&self) -> Maps<'a> {
         self.lay.maps(self.k, &self.live)
     }
 
