@@ -100,11 +100,12 @@ pub unsafe trait CodeMemoryProvider: Send + Sync + fmt::Debug {
     unsafe fn unmap(&self, region: MappedRegion);
 }
 
-/// The default provider: private anonymous `mmap`, `mprotect` to read+execute, `munmap`.
+/// The default provider: private anonymous `mmap` (its pages allocated in the call),
+/// `mprotect` to read+execute, `munmap`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MmapProvider;
 
-// SAFETY: regions come from `sys::map_anonymous` with `page_size()`-multiple lengths (fresh,
+// SAFETY: regions come from `sys::map_anonymous_populated` with `page_size()`-multiple lengths (fresh,
 // private, page aligned, read+write only); `make_executable` requests exactly read+execute;
 // the page size is the kernel's constant one.
 unsafe impl CodeMemoryProvider for MmapProvider {
@@ -113,7 +114,9 @@ unsafe impl CodeMemoryProvider for MmapProvider {
     }
 
     fn map_writable(&self, len: usize) -> Result<MappedRegion, CodeMemoryError> {
-        match sys::map_anonymous(len, Protection::ReadWrite) {
+        // Every byte is written at once (the code, then trap fill), so the pages are
+        // allocated in the mapping call instead of faulted in one by one.
+        match sys::map_anonymous_populated(len, Protection::ReadWrite) {
             Ok(base) => Ok(MappedRegion::new(base, len)),
             Err(Errno(libc::ENOMEM)) => Err(CodeMemoryError::OutOfMemory { bytes: len }),
             Err(errno) => Err(CodeMemoryError::Map { bytes: len, errno }),
