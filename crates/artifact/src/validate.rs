@@ -379,21 +379,31 @@ impl Artifact {
         commands: &[Command],
         slots: &[SlotId],
     ) -> Option<(usize, u64, u64)> {
-        // Written byte ranges per slot, then a sweep per slot for the first gap.
-        let mut written: HashMap<SlotId, Vec<(u64, u64)>> =
-            slots.iter().map(|&id| (id, Vec::new())).collect();
+        // Written byte ranges per slot, then a sweep per slot for the first gap. `entry_of`
+        // finds a slot's entry by its index (no hashing: validation runs on every compile).
+        let mut entry_of: Vec<Option<usize>> = vec![None; self.plan.slots.len()];
+        for (at, id) in slots.iter().enumerate() {
+            if let Some(p) = entry_of.get_mut(id.index()) {
+                *p = Some(at);
+            }
+        }
+        let mut written: Vec<Vec<(u64, u64)>> = vec![Vec::new(); slots.len()];
         for command in commands {
             for (_, region, access) in command.accesses() {
-                if let (true, Some(ranges), Some(end)) =
-                    (access.writes(), written.get_mut(&region.slot), region.end())
-                {
-                    ranges.push((region.offset, end));
+                let at = entry_of.get(region.slot.index()).copied().flatten();
+                if let (true, Some(at), Some(end)) = (access.writes(), at, region.end()) {
+                    if let Some(ranges) = written.get_mut(at) {
+                        ranges.push((region.offset, end));
+                    }
                 }
             }
         }
         for (position, &id) in slots.iter().enumerate() {
             let byte_size = self.plan.slot(id).map_or(0, |s| s.byte_size);
-            let mut ranges = written.remove(&id).unwrap_or_default();
+            let mut ranges = written
+                .get_mut(position)
+                .map(std::mem::take)
+                .unwrap_or_default();
             ranges.sort_unstable();
             let mut covered = 0;
             for (start, end) in ranges {

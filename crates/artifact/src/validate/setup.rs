@@ -14,8 +14,8 @@ impl Artifact {
     pub(super) fn check_setup(&self, summary: &PlanSummary) -> Result<(), ArtifactError> {
         let weights: HashMap<&str, SlotId> =
             self.plan.weight_slots().map(|(id, n)| (n, id)).collect();
-        // Each derived slot's source slot.
-        let mut sources: HashMap<SlotId, SlotId> = HashMap::new();
+        // Each derived slot's source slot, by the derived slot's index.
+        let mut sources: Vec<Option<SlotId>> = vec![None; self.plan.slots.len()];
         for (id, source, _) in self.plan.derived_slots() {
             let found = match source {
                 DerivedSource::Weight(name) => weights.get(name.as_str()).copied(),
@@ -31,8 +31,11 @@ impl Artifact {
                     from: source.to_string(),
                 });
             };
-            sources.insert(id, found);
+            if let Some(source) = sources.get_mut(id.index()) {
+                *source = Some(found);
+            }
         }
+        let source_of = |slot: SlotId| sources.get(slot.index()).copied().flatten();
         for (c, command) in self.setup.commands.iter().enumerate() {
             if matches!(command, Command::Dispatch { chained: true, .. }) {
                 return Err(ArtifactError::ChainedSetup { command: c });
@@ -47,7 +50,7 @@ impl Artifact {
                 }
             }
             let target = match written {
-                Some(slot) if writes == 1 && sources.contains_key(&slot) => slot,
+                Some(slot) if writes == 1 && source_of(slot).is_some() => slot,
                 _ => {
                     return Err(ArtifactError::SetupWrites {
                         command: c,
@@ -74,7 +77,7 @@ impl Artifact {
                         slot_size: usage.byte_size,
                     });
                 }
-                if region.slot != target && Some(&region.slot) != sources.get(&target) {
+                if region.slot != target && Some(region.slot) != source_of(target) {
                     return Err(ArtifactError::SetupTouchesSlot {
                         command: c,
                         operand,
