@@ -299,23 +299,26 @@ impl Gemm<'_> {
     /// block of k.
     fn row_panels(&mut self, pass: Pass) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
-        let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
-        // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
+        let end = self.ops.new_dynamic_label();
         ldr_slot(self.ops, Slot::X, 9, M0);
         str_slot(self.ops, Slot::X, 9, M);
-        ldr_slot(self.ops, Slot::X, 10, ROWS);
-        mov_imm(self.ops, 11, mr);
-        a64!(self.ops; udiv x12, x10, x11 ; mul x12, x12, x11 ; add x12, x12, x9);
-        str_slot(self.ops, Slot::X, 12, M_END);
-        a64!(self.ops; b =>check ; =>top);
-        self.row_panel(self.sched.mr, pass)?;
-        ldr_slot(self.ops, Slot::X, 9, M);
-        add_imm(self.ops, 9, mr);
-        str_slot(self.ops, Slot::X, 9, M);
-        a64!(self.ops; =>check);
-        ldr_slot(self.ops, Slot::X, 9, M);
-        ldr_slot(self.ops, Slot::X, 10, M_END);
-        a64!(self.ops; cmp x9, x10 ; b.lo =>top);
+        if self.sched.full_panels {
+            // m_end = m0 + rows - rows % mr (the full panels).
+            let [top, check] = [(); 2].map(|_| self.ops.new_dynamic_label());
+            ldr_slot(self.ops, Slot::X, 10, ROWS);
+            mov_imm(self.ops, 11, mr);
+            a64!(self.ops; udiv x12, x10, x11 ; mul x12, x12, x11 ; add x12, x12, x9);
+            str_slot(self.ops, Slot::X, 12, M_END);
+            a64!(self.ops; b =>check ; =>top);
+            self.row_panel(self.sched.mr, pass)?;
+            ldr_slot(self.ops, Slot::X, 9, M);
+            add_imm(self.ops, 9, mr);
+            str_slot(self.ops, Slot::X, 9, M);
+            a64!(self.ops; =>check);
+            ldr_slot(self.ops, Slot::X, 9, M);
+            ldr_slot(self.ops, Slot::X, 10, M_END);
+            a64!(self.ops; cmp x9, x10 ; b.lo =>top);
+        }
         if self.sched.rem != 0 {
             // The partial panel: only the last tile along m has one, of `rem` rows.
             ldr_slot(self.ops, Slot::X, 10, M0);

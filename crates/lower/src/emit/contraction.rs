@@ -123,6 +123,9 @@ pub(crate) struct Schedule {
     pub nr: u64,
     /// Rows of the tile's last, partial row panel when `m` is not a multiple of `mr` (else 0).
     pub rem: u64,
+    /// Whether any tile has a full row panel (`m ≥ mr`). Without one (a batch of one row,
+    /// as in a batch-1 MLP) the backends emit no full-panel microkernel: it could never run.
+    pub full_panels: bool,
     /// Row stride of the buffer `T`, in elements: the tile's width rounded up to `nr`.
     pub t_ld: u64,
     /// Rows of the buffer `T`: `mr` (one row panel at a time) when k fits one block, else the
@@ -361,8 +364,9 @@ pub(crate) fn schedule(
         None => t_bytes,
     };
     // Full panels occur when the tile holds mr rows; a partial one in the last tile.
+    let full_panels = k.m >= mr;
     let mut rows = Vec::new();
-    if k.m >= mr {
+    if full_panels {
         rows.push(mr);
     }
     if rem != 0 {
@@ -389,6 +393,7 @@ pub(crate) fn schedule(
         mr,
         nr,
         rem,
+        full_panels,
         t_ld,
         t_rows,
         worker_scratch,

@@ -252,31 +252,36 @@ impl Gemm<'_> {
     /// block of k; with the epilogue call after each as `epilogue` says.
     fn row_panels(&mut self, pass: Pass) -> Result<(), EmitError> {
         let mr = self.sched.mr as i64;
-        let [top, check, end] = [(); 3].map(|_| self.ops.new_dynamic_label());
-        // m = m0 ; m_end = m0 + rows - rows % mr (the full panels).
+        let end = self.ops.new_dynamic_label();
         x64!(self.ops
             ; mov rax, QWORD [rsp + M0]
             ; mov QWORD [rsp + M], rax
-            ; mov rax, QWORD [rsp + ROWS]
-            ; xor edx, edx
         );
-        mov_imm(self.ops, gpr::RCX, mr);
-        x64!(self.ops
-            ; div rcx
-            ; imul rax, rcx
-            ; add rax, QWORD [rsp + M0]
-            ; mov QWORD [rsp + M_END], rax
-            ; jmp =>check
-            ; =>top
-        );
-        self.row_panel(self.sched.mr, pass)?;
-        x64!(self.ops
-            ; add QWORD [rsp + M], mr as i32
-            ; =>check
-            ; mov rax, QWORD [rsp + M]
-            ; cmp rax, QWORD [rsp + M_END]
-            ; jb =>top
-        );
+        if self.sched.full_panels {
+            // m_end = m0 + rows - rows % mr (the full panels).
+            let [top, check] = [(); 2].map(|_| self.ops.new_dynamic_label());
+            x64!(self.ops
+                ; mov rax, QWORD [rsp + ROWS]
+                ; xor edx, edx
+            );
+            mov_imm(self.ops, gpr::RCX, mr);
+            x64!(self.ops
+                ; div rcx
+                ; imul rax, rcx
+                ; add rax, QWORD [rsp + M0]
+                ; mov QWORD [rsp + M_END], rax
+                ; jmp =>check
+                ; =>top
+            );
+            self.row_panel(self.sched.mr, pass)?;
+            x64!(self.ops
+                ; add QWORD [rsp + M], mr as i32
+                ; =>check
+                ; mov rax, QWORD [rsp + M]
+                ; cmp rax, QWORD [rsp + M_END]
+                ; jb =>top
+            );
+        }
         if self.sched.rem != 0 {
             // The partial panel: only the last tile along m has one, of `rem` rows.
             x64!(self.ops

@@ -13,7 +13,8 @@
 //! - `on_line`: which streaming transposes get a sub-striped form for outputs on a line, and
 //!   the entry's branch to it;
 //! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to, and the tile
-//!   fills' prefetches.
+//!   fills' prefetches;
+//! - `row_panels`: a contraction's full-panel microkernel is emitted only when m ≥ mr.
 
 mod abi;
 mod bit_select;
@@ -24,4 +25,5 @@ mod host;
 mod on_line;
 mod paths;
 mod prefetch_hint;
+mod row_panels;
 mod vector_code;
