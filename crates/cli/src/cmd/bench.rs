@@ -14,7 +14,9 @@ use super::{values, Failure, TargetName};
 use measure::Stop;
 
 /// Compiles timed for the compile-time median (fewer if they take long; see `compile_times`).
-const COMPILES: usize = 7;
+/// Enough that one slow compile on a shared host moves the median little; a small program
+/// takes a few milliseconds for all of them, packing included.
+const COMPILES: usize = 31;
 
 /// The arguments of `accy bench`.
 #[derive(Debug)]
