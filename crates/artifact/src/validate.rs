@@ -373,7 +373,8 @@ impl Artifact {
     }
 
     /// The first of `slots` (its position, the first byte no command writes, its size) that
-    /// `commands` do not write entirely.
+    /// `commands` do not write entirely. Each slot is in `slots` at most once (the callers'
+    /// output and derived slots are).
     pub(super) fn first_unwritten(
         &self,
         commands: &[Command],

@@ -79,30 +79,29 @@ pub(crate) fn page_size() -> usize {
 /// Maps `len` bytes (a non-zero multiple of the page size) of fresh, zero-filled, private
 /// anonymous memory with protection `prot`.
 pub(crate) fn map_anonymous(len: usize, prot: Protection) -> Result<NonNull<u8>, Errno> {
-    map_anonymous_with(len, prot, 0)
+    map_anonymous_with(len, prot, false)
 }
 
-/// [`map_anonymous`] for memory the caller writes in full straight away (code): Linux
-/// allocates every page within the one call (`MAP_POPULATE`), which costs less than taking a
-/// page fault per page as the bytes are written. Best effort: a page the kernel could not
-/// provide yet faults in later as usual.
+/// [`map_anonymous`] for memory the caller writes in full straight away (code): on Linux the
+/// kernel allocates every page within the one call (`MAP_POPULATE`), which costs less than
+/// taking a page fault per page as the bytes are written. Best effort: a page the kernel could
+/// not provide yet faults in later as usual; on other systems this is [`map_anonymous`].
 pub(crate) fn map_anonymous_populated(len: usize, prot: Protection) -> Result<NonNull<u8>, Errno> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let populate = libc::MAP_POPULATE;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let populate = 0;
-    map_anonymous_with(len, prot, populate)
+    map_anonymous_with(len, prot, true)
 }
 
-/// [`map_anonymous`] with `extra` flags added to `MAP_PRIVATE | MAP_ANONYMOUS`.
-fn map_anonymous_with(
-    len: usize,
-    prot: Protection,
-    extra: libc::c_int,
-) -> Result<NonNull<u8>, Errno> {
+/// [`map_anonymous`], with `MAP_POPULATE` where the system has it when `populate` is set.
+fn map_anonymous_with(len: usize, prot: Protection, populate: bool) -> Result<NonNull<u8>, Errno> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let extra = if populate { libc::MAP_POPULATE } else { 0 };
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let extra = {
+        let _ = populate;
+        0
+    };
     // SAFETY: a private anonymous mapping at an address of the kernel's choosing cannot
     // alias or replace any existing memory; the arguments are plain values, and `extra` is
-    // at most `MAP_POPULATE`, which changes only when pages are allocated.
+    // 0 or `MAP_POPULATE`, which changes only when the pages are allocated.
     let ptr = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -138,8 +137,8 @@ pub(crate) unsafe fn protect(ptr: NonNull<u8>, len: usize, prot: Protection) -> 
 /// Unmaps `len` bytes at `ptr`.
 ///
 /// # Safety
-/// `ptr..ptr + len` must be exactly a mapping the caller owns (from [`map_anonymous`]), and
-/// nothing may use it afterwards.
+/// `ptr..ptr + len` must be exactly a mapping the caller owns (from [`map_anonymous`] or
+/// [`map_anonymous_populated`]), and nothing may use it afterwards.
 pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) -> Result<(), Errno> {
     // SAFETY: the caller owns the mapping and guarantees it is no longer used.
     let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };

@@ -100,22 +100,22 @@ pub unsafe trait CodeMemoryProvider: Send + Sync + fmt::Debug {
     unsafe fn unmap(&self, region: MappedRegion);
 }
 
-/// The default provider: private anonymous `mmap` (its pages allocated in the call),
+/// The default provider: private anonymous `mmap` (on Linux its pages allocated in the call),
 /// `mprotect` to read+execute, `munmap`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MmapProvider;
 
-// SAFETY: regions come from `sys::map_anonymous_populated` with `page_size()`-multiple lengths (fresh,
-// private, page aligned, read+write only); `make_executable` requests exactly read+execute;
-// the page size is the kernel's constant one.
+// SAFETY: regions come from `sys::map_anonymous_populated` with `page_size()`-multiple
+// lengths (fresh, private, page aligned, read+write only); `make_executable` requests exactly
+// read+execute; the page size is the kernel's constant one.
 unsafe impl CodeMemoryProvider for MmapProvider {
     fn page_size(&self) -> usize {
         sys::page_size()
     }
 
     fn map_writable(&self, len: usize) -> Result<MappedRegion, CodeMemoryError> {
-        // Every byte is written at once (the code, then trap fill), so the pages are
-        // allocated in the mapping call instead of faulted in one by one.
+        // Every byte is written at once (the code, then trap fill), so on Linux the pages
+        // are allocated in the mapping call instead of faulted in one by one.
         match sys::map_anonymous_populated(len, Protection::ReadWrite) {
             Ok(base) => Ok(MappedRegion::new(base, len)),
             Err(Errno(libc::ENOMEM)) => Err(CodeMemoryError::OutOfMemory { bytes: len }),

@@ -34,7 +34,7 @@ fn only_tiles_with_full_row_panels_get_the_full_microkernel() {
     // m = mr is the full panel's microkernel alone; m = mr + 1 adds a one-row partial panel;
     // m = 1 must be that partial panel alone, without the full one it could never run.
     let (full, both, one_row) = (fmas(mr), fmas(mr + 1), fmas(1));
-    assert!(full > 0 && one_row > 0, "{full} {one_row}");
+    assert!(0 < one_row && one_row < full, "{full} {one_row}");
     assert_eq!(
         both - one_row,
         full,
