@@ -9,7 +9,6 @@
 //! slots the vector path spills to.
 
 use accy_artifact::abi::MAX_KERNEL_STACK;
-
 use smallvec::SmallVec;
 
 use crate::kernel::{IndexMap, LoopKernel, Node};

@@ -71,8 +71,7 @@ impl Planner<'_> {
     /// blocks of B serve twice the row panels: paired runs on a Zen 3 core, 1 thread, 1024³
     /// 1.0-2.6% and 2048³ 3.9% faster (two runs each); three eighths 1.2% slower than half
     /// at 1024³, three quarters no different; 512×1024×512 no different.) Among the tiles that
-    /// allow, of
-    /// equal shares of the row and column panels, the grid has at least
+    /// allow, of equal shares of the row and column panels, the grid has at least
     /// [`K_OUTER_MIN_TILES`] tiles where the work asks for them ([`TILE_FLOPS`] each), and
     /// then the least traffic per flop: every tile copies its rows of A (`tile_m × k`, read,
     /// then written to the worker's scratch: counted twice) and reads its columns of B
@@ -101,7 +100,6 @@ impl Planner<'_> {
         let row_shares = shares(m_panels, (half_l2 / (mr * nr * size).max(1)).max(1));
         // B read by every row tile costs little while all of it stays in the L2.
         let b_bytes = batch
-            .max(1)
             .saturating_mul(k)
             .saturating_mul(n)
             .saturating_mul(size);
@@ -146,10 +144,10 @@ impl Planner<'_> {
     /// as wide again, no different. The wide columns stop where a row panel's partial sums
     /// (`mr × tile_n`, the buffer T an epilogue reads) would outgrow half the L1, which only a
     /// short k reaches (1024×64×4096 would otherwise get tiles 2048 wide; it keeps the half-L2
-    /// rule's 1024). A wide
-    /// grid never has fewer tiles than the narrow one, up to [`K_OUTER_MIN_TILES`]: a small
-    /// product (examples/mlp.accy's 1×512×512) keeps the split among threads that the narrow
-    /// tiles gave it (with one wide tile its 2-thread latency went from 30 to 39 µs).
+    /// rule's 1024). A wide grid never has fewer tiles than the narrow one, up to
+    /// [`K_OUTER_MIN_TILES`]: a small product (examples/mlp.accy's 1×512×512) keeps the split
+    /// among threads that the narrow tiles gave it (with one wide tile its 2-thread latency
+    /// went from 30 to 39 µs).
     pub(super) fn tile(
         &self,
         dtype: DType,
