@@ -317,7 +317,7 @@ impl<'p> Planner<'p> {
         let (mr, nr) = self.options.micro_tile(dtype);
         let dst = self.destination(v)?;
         let size = dtype.size_bytes();
-        let tile_k = self.tile_k(dtype, [n, k], (mr, nr));
+        let tile_k = self.tile_k(dtype, [m, n, k], (mr, nr));
         let (tile_m, tile_n) = if tile_k < k {
             self.k_outer_tile(dtype, [batch, m, n, k], tile_k, (mr, nr))
         } else {

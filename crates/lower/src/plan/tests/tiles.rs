@@ -130,6 +130,24 @@ fn a_panel_that_fits_the_l1_keeps_k_whole_while_b_is_small() {
     assert!(c.tile_k < 512, "{c:?}");
 }
 
+/// A product of fewer rows than the register tile (a batch-1 layer) counts only its rows
+/// against the L1: k stays one block where a full row panel's would not fit, unless B is large.
+#[test]
+fn a_short_row_panel_keeps_k_whole() {
+    let o = zen3(true);
+    // 1 × 784 floats are 3 KiB; B 1.5 MiB, within four L2 caches.
+    for m in [1, 5] {
+        let c = contraction(&dot(m, 784, 512), &o);
+        assert_eq!(c.tile_k, 784, "{c:?}");
+    }
+    // A full panel, 6 × 784 floats, is 18 KiB: blocked.
+    let c = contraction(&dot(6, 784, 512), &o);
+    assert!(c.tile_k < 784, "{c:?}");
+    // B of 9 MiB streams past the one row in blocks.
+    let c = contraction(&dot(1, 768, 3072), &o);
+    assert!(c.tile_k < 768, "{c:?}");
+}
+
 /// With k in one block on a target that blocks k, a tile's columns may read up to two L2
 /// caches of B (wider than the half L2 of targets that do not) while a row panel's partial
 /// sums fit half the L1, and a small product keeps
