@@ -35,6 +35,10 @@ pub struct Options {
     /// sets it from the target. The planner then walks long contractions in blocks of k
     /// (`plan/contract.rs`); without it every tile runs the whole of k at once.
     pub blocks_k: bool,
+    /// Whether the target's contraction code should copy A's row panels
+    /// ([`Target::copies_a`]); [`compile`] sets it from the target, and the planner records it
+    /// in each contraction kernel ([`crate::kernel::ContractionKernel::copy_a`]).
+    pub copies_a: bool,
     /// Whether the target has a fused multiply-add; [`compile`] sets it from the target
     /// ([`Target::has_fma`]). In default mode ([`Options::reassociate`]) it lets transcendentals
     /// be expanded into vectorisable node sequences (`crate::math`) instead of calling the
@@ -84,6 +88,7 @@ impl Default for Options {
             },
             micro_tiles: [(6, 16), (6, 8)],
             blocks_k: false,
+            copies_a: true,
             fma: false,
             scale_b: false,
             transpose_block: crate::plan::blocking::LINE_BY_ROWS,
@@ -147,6 +152,7 @@ impl Options {
     pub fn for_target(mut self, target: &dyn Target) -> Options {
         self.micro_tiles = [target.micro_tile(DType::F32), target.micro_tile(DType::F64)];
         self.blocks_k = target.blocks_k();
+        self.copies_a = target.copies_a();
         self.fma = target.has_fma();
         self.scale_b = target.has_scale_b();
         self.transpose_block = target.transpose_block();

@@ -42,6 +42,17 @@ pub trait Target: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether this target's contraction code should copy each row panel's block of the left
+    /// operand into worker scratch, rows an odd number of cache lines apart, before the column
+    /// panels read it (`crate::emit::contraction::PackA`), instead of reading it in place:
+    /// for a register tile with more rows than an L1 cache set has ways, whose rows of a
+    /// row-major A a power of two apart would evict each other on every step of k. The planner
+    /// records the choice in each [`crate::kernel::ContractionKernel`]. The default is
+    /// `true`.
+    fn copies_a(&self) -> bool {
+        true
+    }
+
     /// Whether this target's code may use a fused multiply-add instruction everywhere (the
     /// vector paths and scalar code). In default mode [`crate::compile()`] then expands
     /// transcendentals into node sequences built on `Fma` (see `crate::math`); without one

@@ -115,6 +115,11 @@ pub struct ContractionKernel {
     /// (`crate::Target::blocks_k`) `k`. Blocking changes no result: each accumulator still
     /// sums its terms in ascending k.
     pub tile_k: u64,
+    /// Whether the emitted code copies each row panel's block of the left operand into the
+    /// worker's scratch before the column panels read it, where its rows are unit-stride along
+    /// k and a tile has several column panels (else it reads A in place); the planner follows
+    /// the target ([`crate::Target::copies_a`]). Copying changes no result.
+    pub copy_a: bool,
 }
 
 impl ContractionKernel {

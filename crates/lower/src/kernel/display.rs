@@ -172,6 +172,9 @@ impl fmt::Display for ContractionKernel {
         } else {
             f.write_str("k in one block")?;
         }
+        if self.copy_a {
+            f.write_str(", A's row panels copied")?;
+        }
         writeln!(f, ", {} workgroups", self.workgroups())?;
         for (b, binding) in self.bindings.iter().enumerate() {
             writeln!(

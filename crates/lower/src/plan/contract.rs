@@ -406,6 +406,7 @@ impl<'p> Planner<'p> {
             tile_m,
             tile_n,
             tile_k,
+            copy_a: self.options.copies_a,
         };
         if batch * m * n > 0 {
             // Emitted when something reads the result: it may fuse as the epilogue.

@@ -79,9 +79,9 @@ impl Planner<'_> {
     /// at 1024³, three quarters no different; 512×1024×512 no different.) Among the tiles that
     /// allow, of equal shares of the row and column panels, the grid has at least
     /// [`K_OUTER_MIN_TILES`] tiles where the work asks for them ([`TILE_FLOPS`] each), and
-    /// then the least traffic per flop: every tile copies its rows of A (`tile_m × k`, read,
-    /// then written to the worker's scratch: counted twice) and reads its columns of B
-    /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + w · tile_n) / (tile_m ·
+    /// then the least traffic per flop: every tile reads its rows of A (`tile_m × k`; on
+    /// targets that copy them, also written to the worker's scratch: counted twice, as it was
+    /// when measured) and its columns of B (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + w · tile_n) / (tile_m ·
     /// tile_n)`, `w` 1, or ¼ while all of B fits half the L2 (B read again by every row tile
     /// then costs little): square-ish tiles, a little wider than tall. (Splitting the rows
     /// first, as this did before, gave 128×768×3072 tiles of 28×768 whose B was read from
@@ -139,11 +139,11 @@ impl Planner<'_> {
 
     /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile whose k
     /// is one block (see the module documentation): its columns keep one batch's block of B
-    /// (`k × tile_n`) within half the L2, or, on targets that block k (whose x64 code copies
-    /// A's row panels), within [`ONE_BLOCK_TILE_B_L2S`] L2 caches; its rows are then split
-    /// until the grid has the tiles the work asks for ([`TILE_FLOPS`] each, at most
-    /// [`MAX_TILES`]). The wider tile lets each copy of A's row panel, from rows far apart, serve
-    /// more column panels, while B's contiguous panels stream from the L3 for every row panel:
+    /// (`k × tile_n`) within half the L2, or, on targets that block k, within
+    /// [`ONE_BLOCK_TILE_B_L2S`] L2 caches; its rows are then split until the grid has the tiles
+    /// the work asks for ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The wider tile lets each
+    /// row panel of A brought into the L1 (copied, when these runs were made), from rows far
+    /// apart, serve more column panels, while B's contiguous panels stream from the L3 for every row panel:
     /// paired runs on a Zen 3 core (AVX2, 512 KiB L2), 1 thread, against blocks within half
     /// the L2: 512³ 0.5-5.2% (three runs), 1024×512×1024 3.5-4.6% (two), 2048×512×512
     /// 0.3-1.7%, 64×512×512 0.2-0.9% faster, 256³ and 512×256×4096 no different; up to twice

@@ -7,12 +7,13 @@
 //! push rbx, rbp, r12–r15 ; sub rsp, frame               rsp is 16-byte aligned from here on
 //! ABI version, workgroup < count, worker < worker_count, worker scratch stride, binding count
 //!   and lengths                                          -> the ABI's mismatch statuses
-//! rbx = state ; r14 = this worker's scratch: the buffer T, then A's copy
+//! rbx = state ; r14 = this worker's scratch: the buffer T, then A's copy (if made)
 //! workgroup -> (b, tile row, tile column) -> m0, n0, rows, cols (frame)
 //! for each block of k (tile_k steps; the first starts the sums at 0, the others reload them
 //! from T; one block when k fits):
 //!     for each full row panel, then the partial one:
-//!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA)
+//!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA,
+//!             where the kernel's `copy_a` asks for it; else the microkernels read A in place)
 //!         r13 = B's first panel, rbp = A's block, r15 = the first panel's columns in T (in
 //!             the last block of a direct store, r10 = its columns in the output, where the
 //!             microkernels store instead): computed once, stepped by a constant per panel

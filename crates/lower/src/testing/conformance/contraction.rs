@@ -63,6 +63,8 @@ struct Shape {
     tile: (u64, u64),
     /// The k block length (`k` or more: one block).
     tile_k: u64,
+    /// Whether the kernel asks for A's row panels to be copied.
+    copy_a: bool,
 }
 
 fn node(node: Node, dtype: DType) -> KernelNode {
@@ -288,12 +290,13 @@ fn case(
     buffers.push(vec![0xA5; (out_elements * out_dtype.size_bytes()) as usize]);
     let kernel = ContractionKernel {
         name: format!(
-            "gemm_{dtype}_{batch}x{m}x{n}x{k}_kc{}_{epilogue:?}{}{}{}{}",
+            "gemm_{dtype}_{batch}x{m}x{n}x{k}_kc{}_{epilogue:?}{}{}{}{}{}",
             s.tile_k,
             if s.lhs_transposed { "_at" } else { "" },
             if s.panels { "_panels" } else { "" },
             if s.store_transposed { "_ct" } else { "" },
-            if s.store_padded { "_cpad" } else { "" }
+            if s.store_padded { "_cpad" } else { "" },
+            if s.copy_a { "" } else { "_a_in_place" }
         ),
         batch,
         m,
@@ -312,6 +315,7 @@ fn case(
         tile_m: s.tile.0 * mr,
         tile_n: s.tile.1 * nr,
         tile_k: s.tile_k,
+        copy_a: s.copy_a,
     };
     (kernel, buffers)
 }
@@ -447,7 +451,7 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
             (3 * mr, nr, 5),
         ] {
             // Tiles of several row panels with k in blocks of 8 (the tile's partial sums kept
-            // between blocks, A copied by row panel when row-major): k = 16 and 64 end on a
+            // between blocks, A copied by row panel or read in place): k = 16 and 64 end on a
             // whole block, 17 and 37 on a shorter one. A padded row-major store in two
             // batches: where n is whole panels, the microkernels store it themselves.
             for (lhs_transposed, panels, store_transposed, tile, kc, store_padded) in [
@@ -461,7 +465,7 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                 if !panels && n % nr != 0 {
                     continue;
                 }
-                shapes.push(Shape {
+                let shape = Shape {
                     batch: if tile == (2, 1) { 2 } else { 1 },
                     m,
                     n,
@@ -472,7 +476,17 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                     store_padded,
                     tile,
                     tile_k: kc.max(1),
-                });
+                    copy_a: true,
+                };
+                shapes.push(shape);
+                // Where a copy would be made (row-major A, several column panels, k of 32
+                // or more), A read in place as well.
+                if !lhs_transposed && tile.1 >= 2 && k >= 32 {
+                    shapes.push(Shape {
+                        copy_a: false,
+                        ..shape
+                    });
+                }
             }
         }
         for (i, shape) in shapes.iter().enumerate() {

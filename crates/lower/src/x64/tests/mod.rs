@@ -14,8 +14,10 @@
 //!   the entry's branch to it;
 //! - `prefetch_hint`: the loads a kernel's prefetch hint adds a `prefetcht0` to, and the tile
 //!   fills' prefetches;
-//! - `row_panels`: a contraction's full-panel microkernel is emitted only when m ≥ mr.
+//! - `row_panels`: a contraction's full-panel microkernel is emitted only when m ≥ mr;
+//! - `a_in_place`: which tiers read a contraction's A in place and which copy its row panels.
 
+mod a_in_place;
 mod abi;
 mod bit_select;
 mod conformance;
