@@ -77,20 +77,25 @@ pub(crate) fn page_size() -> usize {
 }
 
 /// Maps `len` bytes (a non-zero multiple of the page size) of fresh, zero-filled, private
-/// anonymous memory with protection `prot`.
+/// anonymous memory with protection `prot`, its pages allocated as they are first touched.
+/// Only guard-page test buffers want that: everything else accy maps is written in full at
+/// once ([`map_anonymous_populated`]).
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn map_anonymous(len: usize, prot: Protection) -> Result<NonNull<u8>, Errno> {
     map_anonymous_with(len, prot, false)
 }
 
-/// [`map_anonymous`] for memory the caller writes in full straight away (code): on Linux the
-/// kernel allocates every page within the one call (`MAP_POPULATE`), which costs less than
-/// taking a page fault per page as the bytes are written. Best effort: a page the kernel could
-/// not provide yet faults in later as usual; on other systems this is [`map_anonymous`].
+/// Maps like `map_anonymous`, for memory the caller writes in full straight away (code,
+/// weights and their packed forms): on Linux the kernel allocates every page within the one
+/// call (`MAP_POPULATE`), which costs less than taking a page fault per page as the bytes are
+/// written. Best effort: a page the kernel could not provide yet faults in later as usual; on
+/// other systems the pages come as they are touched.
 pub(crate) fn map_anonymous_populated(len: usize, prot: Protection) -> Result<NonNull<u8>, Errno> {
     map_anonymous_with(len, prot, true)
 }
 
-/// [`map_anonymous`], with `MAP_POPULATE` where the system has it when `populate` is set.
+/// A private anonymous mapping, with `MAP_POPULATE` where the system has it when `populate` is
+/// set.
 fn map_anonymous_with(len: usize, prot: Protection, populate: bool) -> Result<NonNull<u8>, Errno> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let extra = if populate { libc::MAP_POPULATE } else { 0 };
@@ -137,7 +142,7 @@ pub(crate) unsafe fn protect(ptr: NonNull<u8>, len: usize, prot: Protection) -> 
 /// Unmaps `len` bytes at `ptr`.
 ///
 /// # Safety
-/// `ptr..ptr + len` must be exactly a mapping the caller owns (from [`map_anonymous`] or
+/// `ptr..ptr + len` must be exactly a mapping the caller owns (from `map_anonymous` or
 /// [`map_anonymous_populated`]), and nothing may use it afterwards.
 pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) -> Result<(), Errno> {
     // SAFETY: the caller owns the mapping and guarantees it is no longer used.
