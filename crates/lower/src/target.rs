@@ -47,10 +47,10 @@ pub trait Target: Send + Sync + std::fmt::Debug {
     /// panels read it (`crate::emit::contraction::PackA`), instead of reading it in place:
     /// for a register tile with more rows than an L1 cache set has ways, whose rows of a
     /// row-major A a power of two apart would evict each other on every step of k. The planner
-    /// records the choice in each [`crate::kernel::ContractionKernel`]. The default is
-    /// `true`.
+    /// records the choice in each [`crate::kernel::ContractionKernel`] where a copy would be
+    /// made. The default is `false`: the AArch64 backend reads A in place.
     fn copies_a(&self) -> bool {
-        true
+        false
     }
 
     /// Whether this target's code may use a fused multiply-add instruction everywhere (the

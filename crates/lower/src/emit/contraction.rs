@@ -131,7 +131,7 @@ pub(crate) struct Schedule {
     /// Rows of the buffer `T`: `mr` (one row panel at a time) when k fits one block, else the
     /// tile's `tile_m` (see the module documentation).
     pub t_rows: u64,
-    /// Bytes of worker scratch the kernel needs (the buffer `T`, then A's copy).
+    /// Bytes of worker scratch the kernel needs (the buffer `T`, then A's copy if made).
     pub worker_scratch: u64,
     /// Tiles along m and n of one batch.
     pub tiles: (u64, u64),
@@ -162,10 +162,12 @@ pub(crate) struct DirectStore {
     pub strides: [i64; 3],
 }
 
-/// A row panel's block of A (`rows × k block`, row-major A only) copied into worker scratch:
-/// the column panels of the tile then read it from the L1 cache, and rows a power of two
-/// apart in the caller's A no longer fall into one cache set (which, at k = 1024 and beyond,
-/// made every step of the microkernel miss).
+/// A row panel's block of A (`rows × k block`, row-major A only) copied into worker scratch,
+/// where the kernel asks for it ([`ContractionKernel::copy_a`]): the column panels of the tile
+/// then read it from the L1 cache, and rows a power of two apart in the caller's A no longer
+/// fall into one cache set. That matters for register tiles with more rows than an L1 set has
+/// ways (`crate::Target::copies_a`); the 4 and 6 rows of x64's SSE2 and AVX2 tiles are faster
+/// read in place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PackA {
     /// Byte offset of the copy in the worker's scratch.

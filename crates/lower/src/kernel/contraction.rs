@@ -116,9 +116,10 @@ pub struct ContractionKernel {
     /// sums its terms in ascending k.
     pub tile_k: u64,
     /// Whether the emitted code copies each row panel's block of the left operand into the
-    /// worker's scratch before the column panels read it, where its rows are unit-stride along
-    /// k and a tile has several column panels (else it reads A in place); the planner follows
-    /// the target ([`crate::Target::copies_a`]). Copying changes no result.
+    /// worker's scratch before the column panels read it (else it reads A in place). The code
+    /// copies only where A's rows are unit-stride along k, a tile has several column panels
+    /// and k is 32 or more; the planner sets it only there, for more than one row, on targets
+    /// that ask for it ([`crate::Target::copies_a`]). Copying changes no result.
     pub copy_a: bool,
 }
 

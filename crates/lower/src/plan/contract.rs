@@ -19,13 +19,14 @@
 //! when A's row panel alone fits half the L1 and B a few L2 caches. When k fits one
 //! block, a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so the
 //! rows of the tile reuse it from there — or, on targets that block k, within two L2 caches,
-//! so that each copy of A's row panel serves more column panels; rows are then split until
+//! so that each row panel of A brought into the L1 serves more column panels; rows are then
+//! split until
 //! there are enough tiles for the work. When k takes several blocks, the
 //! emitter walks them outermost in the tile, keeping the tile's partial sums in a buffer, so a
 //! tile's columns are bounded by one block of k instead of all of it, and its rows by its
-//! partial sums; the grid is the one with enough tiles whose copies of A and reads of B cost
-//! least per flop (`k_outer_tile`): large, square-ish tiles, each copy of A serving many
-//! column panels and each block of B many row panels. The grid depends on the program, the
+//! partial sums; the grid is the one with enough tiles whose reads (or copies) of A and reads
+//! of B cost least per flop (`k_outer_tile`): large, square-ish tiles, each row panel of A
+//! serving many column panels and each block of B many row panels. The grid depends on the program, the
 //! target's register tile and the cache sizes in [`crate::Options`] — never on the thread
 //! count — so results do not change with the number of threads. The rules in numbers, and the
 //! measurements behind them: `contract_tiles.rs`.
@@ -384,6 +385,13 @@ impl<'p> Planner<'p> {
             },
             None => Operand::strided(binding_of(b.buf), b.map),
         };
+        // Where the emitters make the copy (`emit::contraction::schedule`), so that the kernel
+        // says what its code does; and not for one row, which shares cache sets with no other.
+        let copy_a = self.options.copies_a
+            && m > 1
+            && lhs_op.map.strides.get(2) == Some(&1)
+            && tile_n >= 2 * nr
+            && k >= 32;
         let kernel = ContractionKernel {
             name: String::new(),
             batch,
@@ -406,7 +414,7 @@ impl<'p> Planner<'p> {
             tile_m,
             tile_n,
             tile_k,
-            copy_a: self.options.copies_a,
+            copy_a,
         };
         if batch * m * n > 0 {
             // Emitted when something reads the result: it may fuse as the epilogue.

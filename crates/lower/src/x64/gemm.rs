@@ -13,7 +13,8 @@
 //! from T; one block when k fits):
 //!     for each full row panel, then the partial one:
 //!         r12 = A at (b, m, 0) ; T_ROW = the panel's rows of T ; copy A's block (PackA,
-//!             where the kernel's `copy_a` asks for it; else the microkernels read A in place)
+//!             where the schedule makes one: `copy_a`, row-major A, several column panels, k
+//!             of 32 or more; else the microkernels read A in place)
 //!         r13 = B's first panel, rbp = A's block, r15 = the first panel's columns in T (in
 //!             the last block of a direct store, r10 = its columns in the output, where the
 //!             microkernels store instead): computed once, stepped by a constant per panel

@@ -59,7 +59,7 @@ fn contraction(source: &str, options: &Options) -> ContractionKernel {
 
 /// With k in blocks, a tile's block of B fits a quarter of the L2 and its partial sums half,
 /// the grid has enough tiles for a few threads, and among such grids the tiles are large and
-/// square-ish: many row panels reuse each block of B, many column panels each copy of A.
+/// square-ish: many row panels reuse each block of B, many column panels each row panel of A.
 #[test]
 fn a_long_k_gets_large_tiles_bounded_by_one_block() {
     let o = options(true);

@@ -480,12 +480,15 @@ pub(super) fn contraction(s: &mut Conformance<'_>, _: u32) -> Result<(), String>
                 };
                 shapes.push(shape);
                 // Where a copy would be made (row-major A, several column panels, k of 32
-                // or more), A read in place as well.
+                // or more), A read in place as well, with k in blocks and in one.
                 if !lhs_transposed && tile.1 >= 2 && k >= 32 {
-                    shapes.push(Shape {
-                        copy_a: false,
-                        ..shape
-                    });
+                    for tile_k in [shape.tile_k, k] {
+                        shapes.push(Shape {
+                            copy_a: false,
+                            tile_k,
+                            ..shape
+                        });
+                    }
                 }
             }
         }
