@@ -13,23 +13,21 @@
 //! `SlotRole::Derived`, identified by the source and a layout string), never on a run; so it is
 //! packed unless small, whatever the number of rows.
 //!
-//! Tiles: k is walked in blocks short enough that a microkernel call's part of A and B fit in
-//! half the L1 cache, so A's stays there while every column panel reuses it (`tile_k`), on
-//! targets whose contraction code blocks k ([`crate::Options::blocks_k`]); k stays one block
-//! when A's row panel alone fits half the L1 and B a few L2 caches. When k fits one
-//! block, a tile's columns keep its panels' `k × tile_n` block within half the L2 cache, so the
-//! rows of the tile reuse it from there — or, on targets that block k, within two L2 caches,
-//! so that each row panel of A brought into the L1 serves more column panels; rows are then
-//! split until
-//! there are enough tiles for the work. When k takes several blocks, the
-//! emitter walks them outermost in the tile, keeping the tile's partial sums in a buffer, so a
-//! tile's columns are bounded by one block of k instead of all of it, and its rows by its
-//! partial sums; the grid is the one with enough tiles whose reads (or copies) of A and reads
-//! of B cost least per flop (`k_outer_tile`): large, square-ish tiles, each row panel of A
-//! serving many column panels and each block of B many row panels. The grid depends on the program, the
-//! target's register tile and the cache sizes in [`crate::Options`] — never on the thread
-//! count — so results do not change with the number of threads. The rules in numbers, and the
-//! measurements behind them: `contract_tiles.rs`.
+//! Tiles: k is walked in blocks short enough that a microkernel call's part of A and B fit in half
+//! the L1 cache, so A's stays there while every column panel reuses it (`tile_k`), on targets whose
+//! contraction code blocks k ([`crate::Options::blocks_k`]); k stays one block when A's row panel
+//! alone fits half the L1 and B a few L2 caches. When k fits one block, a tile's columns keep its
+//! panels' `k × tile_n` block within half the L2 cache, so the rows of the tile reuse it from there
+//! — or, on targets that block k, within two L2 caches, so that each row panel of A brought into
+//! the L1 serves more column panels; rows are then split until there are enough tiles for the work.
+//! When k takes several blocks, the emitter walks them outermost in the tile, keeping the tile's
+//! partial sums in a buffer, so a tile's columns are bounded by one block of k instead of all of
+//! it, and its rows by its partial sums; the grid is the one with enough tiles whose reads (or
+//! copies) of A and reads of B cost least per flop (`k_outer_tile`): large, square-ish tiles, each
+//! row panel of A serving many column panels and each block of B many row panels. The grid depends
+//! on the program, the target's register tile and the cache sizes in [`crate::Options`] — never on
+//! the thread count — so results do not change with the number of threads. The rules in numbers,
+//! and the measurements behind them: `contract_tiles.rs`.
 
 use accy_artifact::{Access, DerivedSource, Slot, SlotRole};
 use accy_ir::{Axes, DType, Dim, Type, ValueId};

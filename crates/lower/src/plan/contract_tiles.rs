@@ -34,18 +34,18 @@ impl Planner<'_> {
     /// blocks (multiples of 8). A target whose contraction code does not block k
     /// ([`crate::Options::blocks_k`]) gets `k`.
     ///
-    /// `k` is one block too when A's row panel alone (`mr × k`, or `m × k` for a product of
-    /// fewer rows: an MLP layer run on one input) takes at most half the L1 and one batch's B
-    /// (`k × n`) at most [`ONE_BLOCK_B_L2S`] L2 caches: the panel still stays in the L1 (B's
-    /// panels stream past it, each read once per call), and a block of k as long as k saves the
-    /// partial sums' round trips through the tile buffer, while the row tiles that re-read B
-    /// (the grid of one block is split along m) find it in the caches. Paired
-    /// runs on a Zen 3 core (AVX2, 32 KiB L1, 512 KiB L2), one k block against the blocks the
-    /// first rule gives (128 at k = 256, 176 at k = 512): 256³ 2.7%, 512³ 1.8%, 64×512×512
-    /// 7.3%, 1024×512×1024 2.1% and 2048×512×512 4.2% faster; without a bound on B,
-    /// 512×256×4096 (B 4 MiB) no different and 128×512×3072 (B 6 MiB, re-read by three row
-    /// tiles where blocks of k had one) 4.5% slower — the bound keeps both blocked. The caches
-    /// are a logical CPU's share (`Blocking`), so with SMT the rule applies up to half the k.
+    /// `k` is one block too when A's row panel alone (`mr × k`, or `m × k` for a product of fewer
+    /// rows: an MLP layer run on one input) takes at most half the L1 and one batch's B (`k × n`)
+    /// at most [`ONE_BLOCK_B_L2S`] L2 caches: the panel still stays in the L1 (B's panels stream
+    /// past it, each read once per call), and a block of k as long as k saves the partial sums'
+    /// round trips through the tile buffer, while the row tiles that re-read B (the grid of one
+    /// block is split along m) find it in the caches. Paired runs on a Zen 3 core (AVX2, 32 KiB L1,
+    /// 512 KiB L2), one k block against the blocks the first rule gives (128 at k = 256, 176 at
+    /// k = 512): 256³ 2.7%, 512³ 1.8%, 64×512×512 7.3%, 1024×512×1024 2.1% and 2048×512×512 4.2%
+    /// faster; without a bound on B, 512×256×4096 (B 4 MiB) no different and 128×512×3072 (B 6 MiB,
+    /// re-read by three row tiles where blocks of k had one) 4.5% slower — the bound keeps both
+    /// blocked. The caches are a logical CPU's share (`Blocking`), so with SMT the rule applies up
+    /// to half the k.
     ///
     /// Counting one input's one row rather than `mr` keeps examples/mlp.accy's first layer (k
     /// 784; its k = 512 layers fit either way on a Zen 3 core) in one block: no pass over k to
@@ -73,22 +73,21 @@ impl Planner<'_> {
     /// The tile of a contraction of `[batch, m, n]` whose k is walked in blocks of `tile_k`,
     /// outermost in the tile (see the module documentation). A block of B's panels
     /// (`tile_k × tile_n`) takes at most a quarter of the L2 cache and the tile's partial sums
-    /// (`tile_m × tile_n`, the emitter's tile buffer) at most half, so both stay there while
-    /// the tile's row panels reuse the one and every block of k the other. (Partial sums up to
-    /// a quarter, as before, gave 174×176 tiles at 1024³ and 2048³, up to half 342×176, whose
-    /// blocks of B serve twice the row panels: paired runs on a Zen 3 core, 1 thread, 1024³
-    /// 1.0-2.6% and 2048³ 3.9% faster (two runs each); three eighths 1.2% slower than half
-    /// at 1024³, three quarters no different; 512×1024×512 no different.) Among the tiles that
-    /// allow, of equal shares of the row and column panels, the grid has at least
-    /// [`K_OUTER_MIN_TILES`] tiles where the work asks for them ([`TILE_FLOPS`] each), and
-    /// then the least traffic per flop: every tile reads its rows of A (`tile_m × k`; counted
-    /// twice on every target, as when the rule was measured with A copied: read, then written
-    /// to the worker's scratch) and its columns of B (`k × tile_n`) into the L2, so the cost is
-    /// `(2 · tile_m + w · tile_n) / (tile_m · tile_n)`, `w` 1, or ¼ while all of B fits half
-    /// the L2 (B read again by every row tile then costs little): square-ish tiles, a little
-    /// wider than tall. (Splitting the rows
-    /// first, as this did before, gave 128×768×3072 tiles of 28×768 whose B was read from
-    /// memory by five row tiles, each reusing it twice.)
+    /// (`tile_m × tile_n`, the emitter's tile buffer) at most half, so both stay there while the
+    /// tile's row panels reuse the one and every block of k the other. (Partial sums up to a
+    /// quarter, as before, gave 174×176 tiles at 1024³ and 2048³, up to half 342×176, whose blocks
+    /// of B serve twice the row panels: paired runs on a Zen 3 core, 1 thread, 1024³ 1.0-2.6% and
+    /// 2048³ 3.9% faster (two runs each); three eighths 1.2% slower than half at 1024³, three
+    /// quarters no different; 512×1024×512 no different.) Among the tiles that allow, of equal
+    /// shares of the row and column panels, the grid has at least [`K_OUTER_MIN_TILES`] tiles where
+    /// the work asks for them ([`TILE_FLOPS`] each), and then the least traffic per flop: every
+    /// tile reads its rows of A (`tile_m × k`; counted twice on every target, as when the rule was
+    /// measured with A copied: read, then written to the worker's scratch) and its columns of B
+    /// (`k × tile_n`) into the L2, so the cost is `(2 · tile_m + w · tile_n) / (tile_m · tile_n)`,
+    /// `w` 1, or ¼ while all of B fits half the L2 (B read again by every row tile then costs
+    /// little): square-ish tiles, a little wider than tall. (Splitting the rows first, as this did
+    /// before, gave 128×768×3072 tiles of 28×768 whose B was read from memory by five row tiles,
+    /// each reusing it twice.)
     pub(super) fn k_outer_tile(
         &self,
         dtype: DType,
@@ -140,23 +139,22 @@ impl Planner<'_> {
         best
     }
 
-    /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile whose k
-    /// is one block (see the module documentation): its columns keep one batch's block of B
-    /// (`k × tile_n`) within half the L2, or, on targets that block k, within
-    /// [`ONE_BLOCK_TILE_B_L2S`] L2 caches; its rows are then split until the grid has the tiles
-    /// the work asks for ([`TILE_FLOPS`] each, at most [`MAX_TILES`]). The wider tile lets each
-    /// row panel of A brought into the L1 (copied, when these runs were made), from rows far
-    /// apart, serve more column panels, while B's contiguous panels stream from the L3 for
-    /// every row panel: paired runs on a Zen 3 core (AVX2, 512 KiB L2), 1 thread, against blocks within half
-    /// the L2: 512³ 0.5-5.2% (three runs), 1024×512×1024 3.5-4.6% (two), 2048×512×512
-    /// 0.3-1.7%, 64×512×512 0.2-0.9% faster, 256³ and 512×256×4096 no different; up to twice
-    /// as wide again, no different. The wide columns stop where a row panel's partial sums
-    /// (`mr × tile_n`, the buffer T an epilogue reads) would outgrow half the L1, which only a
-    /// short k reaches (1024×64×4096 would otherwise get tiles 2048 wide; it keeps the half-L2
-    /// rule's 1024). A wide grid never has fewer tiles than the narrow one, up to
-    /// [`K_OUTER_MIN_TILES`]: a small product (examples/mlp.accy's 1×512×512) keeps the split
-    /// among threads that the narrow tiles gave it (with one wide tile its 2-thread latency
-    /// went from 30 to 39 µs).
+    /// The tile of a contraction of `[batch, m, n, k]` for a `mr × nr` register tile whose k is one
+    /// block (see the module documentation): its columns keep one batch's block of B (`k × tile_n`)
+    /// within half the L2, or, on targets that block k, within [`ONE_BLOCK_TILE_B_L2S`] L2 caches;
+    /// its rows are then split until the grid has the tiles the work asks for ([`TILE_FLOPS`] each,
+    /// at most [`MAX_TILES`]). The wider tile lets each row panel of A brought into the L1 (copied,
+    /// when these runs were made), from rows far apart, serve more column panels, while B's
+    /// contiguous panels stream from the L3 for every row panel: paired runs on a Zen 3 core (AVX2,
+    /// 512 KiB L2), 1 thread, against blocks within half the L2: 512³ 0.5-5.2% (three runs),
+    /// 1024×512×1024 3.5-4.6% (two), 2048×512×512 0.3-1.7%, 64×512×512 0.2-0.9% faster, 256³ and
+    /// 512×256×4096 no different; up to twice as wide again, no different. The wide columns stop
+    /// where a row panel's partial sums (`mr × tile_n`, the buffer T an epilogue reads) would
+    /// outgrow half the L1, which only a short k reaches (1024×64×4096 would otherwise get tiles
+    /// 2048 wide; it keeps the half-L2 rule's 1024). A wide grid never has fewer tiles than the
+    /// narrow one, up to [`K_OUTER_MIN_TILES`]: a small product (examples/mlp.accy's 1×512×512)
+    /// keeps the split among threads that the narrow tiles gave it (with one wide tile its 2-thread
+    /// latency went from 30 to 39 µs).
     pub(super) fn tile(
         &self,
         dtype: DType,
