@@ -187,8 +187,10 @@ impl Target for X64Target {
         // one, and reading A in place saves the copy: paired runs on a Zen 3 core, 1 thread,
         // AVX2 2048³ 1.3%, 1024³ 0.9%, 512³ 1.1%, 256³ 3%, 64³ 4%, 128×768×3072 1.5%,
         // 96×4096×256 11%, 256×8192×256 7% and 48×16384×128 18% faster in place; SSE2 512³
-        // 0.6%, 1024³ 2.3%, 64³ 4.7% (each net of the harness's 0-0.7% bias). The AVX-512
-        // tile's 14 rows do not fit 8 ways: it keeps the copy (unmeasured here).
+        // 0.6%, 1024³ 2.3%, 64³ 4.7% (medians of call-by-call pairs; the harness favoured the
+        // second of a pair by 0.7% at 2048³, subtracted there, and by 0.2% or less at 256³ and
+        // 64³). The AVX-512 tile's 14 rows do not fit 8 ways: it keeps the copy (unmeasured
+        // here).
         self.tier == X64Tier::Avx512
     }
 
