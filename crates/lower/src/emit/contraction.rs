@@ -346,11 +346,10 @@ pub(crate) fn schedule(
         .checked_mul(t_ld)
         .and_then(|e| e.checked_mul(size))
         .ok_or_else(|| bad("a partial sums buffer beyond u64".into()))?;
-    // Copy A's blocks where the kernel asks, when its rows are contiguous along k and several
-    // column panels reuse each block; the copy costs a few percent of one panel's work.
-    let a_unit = k.lhs.map.strides.get(2) == Some(&1);
+    // Copy A's blocks where the kernel asks and the copy fits; it costs a few percent of one
+    // panel's work.
     let k_block = k.tile_k.clamp(1, k.k.max(1));
-    let pack_a = (k.copy_a && a_unit && t_ld >= 2 * nr && k.k >= 32).then(|| {
+    let pack_a = (k.copy_a && k.a_copy_fits(nr)).then(|| {
         let lines = (k_block * size).div_ceil(64);
         PackA {
             offset: t_bytes.next_multiple_of(64),

@@ -117,9 +117,9 @@ pub struct ContractionKernel {
     pub tile_k: u64,
     /// Whether the emitted code copies each row panel's block of the left operand into the
     /// worker's scratch before the column panels read it (else it reads A in place). The code
-    /// copies only where A's rows are unit-stride along k, a tile has several column panels
-    /// and k is 32 or more; the planner sets it only there, for more than one row, on targets
-    /// that ask for it ([`crate::Target::copies_a`]). Copying changes no result.
+    /// copies only where `ContractionKernel::a_copy_fits`; the planner sets it only there,
+    /// for more than one row, on targets that ask for it ([`crate::Target::copies_a`]).
+    /// Copying changes no result.
     pub copy_a: bool,
 }
 
@@ -135,6 +135,14 @@ impl ContractionKernel {
             self.m.div_ceil(self.tile_m.max(1)),
             self.n.div_ceil(self.tile_n.max(1)),
         )
+    }
+
+    /// Whether a copy of A's row panels can be made and pays for itself with register tiles
+    /// `nr` columns wide: A's rows are unit-stride along k, a tile has several column panels
+    /// to reuse each copy, and k is 32 or more. The one rule for the planner's
+    /// [`ContractionKernel::copy_a`] and the emitters' schedule.
+    pub(crate) fn a_copy_fits(&self, nr: u64) -> bool {
+        self.lhs.map.strides.get(2) == Some(&1) && self.tile_n >= 2 * nr && self.k >= 32
     }
 
     /// The number of workgroups of its dispatch: one per tile of each batch (at least 1; a

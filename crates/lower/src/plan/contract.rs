@@ -383,14 +383,7 @@ impl<'p> Planner<'p> {
             },
             None => Operand::strided(binding_of(b.buf), b.map),
         };
-        // Where the emitters make the copy (`emit::contraction::schedule`), so that the kernel
-        // says what its code does; and not for one row, which shares cache sets with no other.
-        let copy_a = self.options.copies_a
-            && m > 1
-            && lhs_op.map.strides.get(2) == Some(&1)
-            && tile_n >= 2 * nr
-            && k >= 32;
-        let kernel = ContractionKernel {
+        let mut kernel = ContractionKernel {
             name: String::new(),
             batch,
             m,
@@ -412,8 +405,11 @@ impl<'p> Planner<'p> {
             tile_m,
             tile_n,
             tile_k,
-            copy_a,
+            copy_a: false,
         };
+        // Only where the emitters make the copy, so that the kernel says what its code does;
+        // and not for one row, which shares cache sets with no other.
+        kernel.copy_a = self.options.copies_a && m > 1 && kernel.a_copy_fits(nr);
         if batch * m * n > 0 {
             // Emitted when something reads the result: it may fuse as the epilogue.
             self.waiting.push(Waiting {
